@@ -1,0 +1,97 @@
+"""Shared fixtures: a temp DB file, the app, and a synchronous in-memory MCP client."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from anyio.from_thread import start_blocking_portal
+from mcp import Client
+
+from vantage_peers.app import App
+from vantage_peers.server import create_app
+from vantage_peers.settings import Settings
+
+
+class ToolError(Exception):
+    """A tool call that came back with is_error=True; str() is the message the agent reads."""
+
+
+class Tools:
+    """Call MCP tools through the SDK's in-memory client, synchronously."""
+
+    def __init__(self, portal, client: Client) -> None:
+        self.portal = portal
+        self.client = client
+        listed = portal.call(client.list_tools).tools
+        self.listed = {t.name: t for t in listed}
+        self._wrapped = {
+            t.name
+            for t in listed
+            if t.output_schema
+            and set(t.output_schema.get("properties", {})) == {"result"}
+            and not t.output_schema.get("additionalProperties")
+        }
+
+    def raw(self, name: str, **args: Any):
+        return self.portal.call(self.client.call_tool, name, args)
+
+    def call(self, name: str, **args: Any) -> Any:
+        result = self.raw(name, **args)
+        text = "\n".join(getattr(c, "text", "") for c in result.content)
+        if result.is_error:
+            raise ToolError(text)
+        data = result.structured_content
+        if data is None:
+            return json.loads(text) if text else None
+        if name in self._wrapped:
+            return data["result"]
+        return data
+
+    def error(self, name: str, **args: Any) -> str:
+        with pytest.raises(ToolError) as info:
+            self.call(name, **args)
+        return str(info.value)
+
+
+def make_settings(path: Path, **overrides: Any) -> Settings:
+    base = Settings.from_env({}, dotenv=False)
+    return base.model_copy(update={"db_path": path, "scheduler": False, **overrides})
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "vp.db"
+
+
+@pytest.fixture
+def settings(db_path: Path) -> Settings:
+    return make_settings(db_path)
+
+
+@pytest.fixture
+def app(settings: Settings) -> Iterator[App]:
+    application = create_app(settings)
+    yield application
+    application.db.close()
+
+
+def open_tools(app: App):
+    """Context manager yielding a `Tools` bound to `app`."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def cm():
+        with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(app.mcp)) as client:
+            yield Tools(portal, client)
+
+    return cm()
+
+
+@pytest.fixture
+def tools(app: App) -> Iterator[Tools]:
+    with open_tools(app) as t:
+        yield t

@@ -1,0 +1,150 @@
+"""The application object every domain registers its tools on.
+
+`App` holds the settings, the database and the MCP server, and wraps each tool function so that
+(1) wire names that are Python keywords (`from`) reach the right parameter, (2) the caller's
+presence is refreshed when the process runs as a named orchestrator, and (3) only `CODE: message`
+errors reach the agent.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar, get_args, get_origin
+
+import pydantic
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+from pydantic.fields import FieldInfo
+
+from .db import Database
+from .errors import InvalidArgument, VantageError
+from .settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+IDEMPOTENT_WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
+
+KINDS = {"read": READ_ONLY, "write": WRITE, "idempotent": IDEMPOTENT_WRITE, "destructive": DESTRUCTIVE}
+
+MAX_NAME_LENGTH = 200
+
+
+def _aliases(sig: inspect.Signature) -> dict[str, str]:
+    """Wire alias -> Python parameter name, for parameters declared `Annotated[..., Field(alias=...)]`."""
+    out = {}
+    for name, param in sig.parameters.items():
+        ann = param.annotation
+        if get_origin(ann) is Annotated:
+            for meta in get_args(ann)[1:]:
+                if isinstance(meta, FieldInfo) and meta.alias:
+                    out[meta.alias] = name
+    return out
+
+
+def _validation_message(err: pydantic.ValidationError) -> str:
+    parts = []
+    for e in err.errors()[:5]:
+        loc = ".".join(str(p) for p in e.get("loc", ())) or "value"
+        parts.append(f"{loc}: {e.get('msg')}")
+    return "; ".join(parts)
+
+
+class App:
+    def __init__(self, settings: Settings, db: Database, mcp: MCPServer) -> None:
+        self.settings = settings
+        self.db = db
+        self.mcp = mcp
+        self.tool_names: list[str] = []
+        # Background jobs run by the scheduler thread: (name, fn) pairs, see scheduler.py.
+        self.jobs: list[tuple[str, Callable[[], Any]]] = []
+        self._presence_lock = threading.Lock()
+        self._presence_at = 0.0
+
+    # -- identity ---------------------------------------------------------------------------
+    def caller(self, value: str | None, field: str, *, required: bool = True) -> str | None:
+        """The explicit identity argument, else VP_ORCHESTRATOR, else (if required) an error."""
+        if value is None or value == "":
+            value = self.settings.orchestrator
+        if value is None:
+            if required:
+                raise InvalidArgument(
+                    f"{field} is required (or start the server with VP_ORCHESTRATOR set to your orchestrator id)"
+                )
+            return None
+        return check_name(value, field)
+
+    def instance(self, value: str | None) -> str | None:
+        if value is None or value == "":
+            return self.settings.instance_id
+        return check_name(value, "instanceId")
+
+    def touch_presence(self) -> None:
+        """Refresh this process's orchestrator instance `lastSeen` (throttled)."""
+        orch = self.settings.orchestrator
+        if not orch:
+            return
+        now = time.monotonic()
+        with self._presence_lock:
+            if now - self._presence_at < self.settings.presence_interval_seconds:
+                return
+            self._presence_at = now
+        from .domains.profiles import store as profiles
+
+        self.db.write(lambda c: profiles.touch(c, orchestrator_id=orch, instance_id=self.settings.instance_id))
+
+    def add_job(self, name: str, fn: Callable[[], Any]) -> None:
+        self.jobs.append((name, fn))
+
+    # -- registration -----------------------------------------------------------------------
+    def tool(self, kind: str, *, name: str | None = None, description: str | None = None) -> Callable[[F], F]:
+        annotations = KINDS[kind]
+
+        def decorator(fn: F) -> F:
+            sig = inspect.signature(fn, eval_str=True)
+            aliases = _aliases(sig)
+            app = self
+
+            @functools.wraps(fn)
+            def wrapper(**kwargs: Any) -> Any:
+                kwargs = {aliases.get(k, k): v for k, v in kwargs.items()}
+                try:
+                    app.touch_presence()
+                    return fn(**kwargs)
+                except VantageError:
+                    raise
+                except pydantic.ValidationError as err:
+                    raise InvalidArgument(_validation_message(err)) from None
+
+            wrapper.__signature__ = sig  # type: ignore[attr-defined]
+            doc = description or inspect.getdoc(fn) or ""
+            tool_name = name or fn.__name__
+            self.mcp.add_tool(wrapper, name=tool_name, description=doc, annotations=annotations)
+            self.tool_names.append(tool_name)
+            return fn
+
+        return decorator
+
+
+def check_name(value: Any, field: str) -> str:
+    """An orchestrator / instance id: a non-empty string of reasonable length."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidArgument(f"{field} must be a non-empty string")
+    if len(value) > MAX_NAME_LENGTH:
+        raise InvalidArgument(f"{field} is longer than {MAX_NAME_LENGTH} characters")
+    return value.strip()
+
+
+def require_text(value: Any, field: str, *, max_bytes: int | None = None) -> str:
+    """A required free-text argument: non-empty after trimming, optionally bounded in UTF-8 bytes."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidArgument(f"{field} must be a non-empty string")
+    if max_bytes is not None and len(value.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise InvalidArgument(f"{field} is larger than {max_bytes} bytes")
+    return value

@@ -1,0 +1,1 @@
+"""Domain packages: one per capability, each with models/store/tools."""

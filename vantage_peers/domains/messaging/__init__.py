@@ -1,0 +1,1 @@
+"""Inter-agent messaging with per-recipient read receipts."""

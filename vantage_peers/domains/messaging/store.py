@@ -1,0 +1,218 @@
+"""Messages and receipts. One message row per send, one receipt per recipient, in one transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...db import Connection, Row
+from ...ids import new_id, now_ms
+from ...paging import keyset_page, to_doc
+from ...search.fts import fts_query, snippet_sql
+from ..profiles import store as profiles
+
+BROADCAST = "broadcast"
+MESSAGE_LITE = ("_id", "_creationTime", "from", "channel", "createdAt")
+CHECK_DEFAULT_LIMIT = 100
+CHECK_MAX_LIMIT = 500
+
+
+def message_doc(row: Row) -> dict[str, Any]:
+    return to_doc(row, rename={"sender": "from"})
+
+
+def resolve_recipients(
+    conn: Connection, *, sender: str, channel: str, instance_id: str | None
+) -> list[tuple[str, str | None]]:
+    """(recipient, recipientInstanceId) pairs for a channel, resolved now.
+
+    - `broadcast`: every orchestrator with a profile, except the sender.
+    - `a,b,c`: each listed orchestrator (duplicates collapse).
+    - a role with `instanceId`: only that instance of the role.
+    - a name that is a known instance id of exactly one orchestrator (e.g. `sigma-vps-01`):
+      that instance. Otherwise the name is a role (role names such as `dev-frontend` hold `-` too).
+    """
+    if channel == BROADCAST:
+        return [(o, None) for o in profiles.all_orchestrators(conn) if o != sender]
+    names = [n.strip() for n in channel.split(",") if n.strip()]
+    seen: dict[tuple[str, str | None], None] = {}
+    for name in names:
+        if instance_id and len(names) == 1:
+            seen[(name, instance_id)] = None
+            continue
+        if "-" in name and conn.scalar("SELECT 1 FROM profiles WHERE orchestratorId = ?", (name,)) is None:
+            owner = profiles.orchestrator_of_instance(conn, name)
+            if owner is not None:
+                seen[(owner, name)] = None
+                continue
+        seen[(name, None)] = None
+    return list(seen)
+
+
+def send_message(
+    conn: Connection,
+    *,
+    sender: str,
+    channel: str,
+    content: str,
+    from_instance_id: str | None = None,
+    instance_id: str | None = None,
+    session_day: int | None = None,
+    tenant_id: str | None = None,
+) -> dict[str, Any]:
+    now = now_ms()
+    message_id = new_id("msg")
+    conn.execute(
+        "INSERT INTO messages (id, sender, fromInstanceId, channel, instanceId, content, sessionDay, tenantId, "
+        "createdAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (message_id, sender, from_instance_id, channel, instance_id, content, session_day, tenant_id, now),
+    )
+    recipients = resolve_recipients(conn, sender=sender, channel=channel, instance_id=instance_id)
+    conn.executemany(
+        "INSERT INTO messageReceipts (id, messageId, recipient, recipientInstanceId, tenantId, createdAt) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        [(new_id("rcp"), message_id, r, ri, tenant_id, now) for r, ri in recipients],
+    )
+    return {"messageId": message_id, "recipients": len(recipients)}
+
+
+def check_messages(
+    conn: Connection,
+    *,
+    recipient: str,
+    recipient_instance_id: str | None = None,
+    tenant_id: str | None = None,
+    since: int | None = None,
+    limit: int = CHECK_DEFAULT_LIMIT,
+) -> list[dict[str, Any]]:
+    """Unread receipts of `recipient`, oldest first (does not mark them read)."""
+    clauses = ["r.recipient = ?", "r.readAt IS NULL"]
+    args: list[Any] = [recipient]
+    if recipient_instance_id is not None:
+        clauses.append("(r.recipientInstanceId IS NULL OR r.recipientInstanceId = ?)")
+        args.append(recipient_instance_id)
+    if tenant_id is not None:
+        clauses.append("r.tenantId = ?")
+        args.append(tenant_id)
+    if since is not None:
+        clauses.append("r.createdAt > ?")
+        args.append(since)
+    rows = conn.query(
+        "SELECT r.id AS receiptId, m.id AS messageId, m.sender, m.fromInstanceId, m.channel, m.content, "
+        "m.createdAt, m.sessionDay, m.tenantId, r.recipientInstanceId "
+        "FROM messageReceipts r INDEXED BY receipts_unread JOIN messages m ON m.id = r.messageId "
+        f"WHERE {' AND '.join(clauses)} ORDER BY r.createdAt, r.id LIMIT ?",
+        [*args, limit],
+    )
+    out = []
+    for row in rows:
+        item: dict[str, Any] = {"receiptId": row["receiptId"], "messageId": row["messageId"], "from": row["sender"]}
+        for key in ("fromInstanceId", "channel", "content", "createdAt", "sessionDay", "tenantId",
+                    "recipientInstanceId"):
+            if row[key] is not None:
+                item[key] = row[key]
+        item["readAt"] = None
+        out.append(item)
+    return out
+
+
+def mark_as_read(conn: Connection, *, receipt_ids: list[str]) -> int:
+    if not receipt_ids:
+        return 0
+    now = now_ms()
+    changed = 0
+    unique = list(dict.fromkeys(receipt_ids))
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        marks = ",".join("?" for _ in chunk)
+        changed += conn.execute(
+            f"UPDATE messageReceipts SET readAt = ? WHERE readAt IS NULL AND id IN ({marks})", [now, *chunk]
+        )
+    return changed
+
+
+def get_message(conn: Connection, *, message_id: str) -> dict[str, Any] | None:
+    row = conn.one("SELECT * FROM messages WHERE id = ?", (message_id,))
+    return message_doc(row) if row else None
+
+
+def delete_message(conn: Connection, *, message_id: str) -> dict[str, Any]:
+    receipts = conn.scalar("SELECT count(*) FROM messageReceipts WHERE messageId = ?", (message_id,))
+    deleted = conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+    return {"deleted": bool(deleted), "receiptsDeleted": receipts if deleted else 0}
+
+
+def message_sender(conn: Connection, message_id: str) -> str | None:
+    return conn.scalar("SELECT sender FROM messages WHERE id = ?", (message_id,))
+
+
+def list_messages(
+    conn: Connection,
+    *,
+    sender: str | None,
+    channel: str | None,
+    session_day: int | None,
+    limit: int | None,
+    cursor: str | None,
+    fields: str | None,
+) -> dict[str, Any]:
+    where, params = [], []
+    for column, value in (("sender", sender), ("channel", channel), ("sessionDay", session_day)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    return keyset_page(
+        conn, table="messages", to_item=message_doc, where=where, params=params,
+        limit=limit, cursor=cursor, fields=fields, lite_keys=MESSAGE_LITE,
+    )
+
+
+def broadcast_status(conn: Connection, *, message_id: str) -> dict[str, Any] | None:
+    msg = conn.one("SELECT id, sender, channel, createdAt FROM messages WHERE id = ?", (message_id,))
+    if msg is None:
+        return None
+    receipts = []
+    for r in conn.query(
+        "SELECT recipient, recipientInstanceId, readAt FROM messageReceipts WHERE messageId = ? "
+        "ORDER BY recipient, recipientInstanceId",
+        (message_id,),
+    ):
+        item: dict[str, Any] = {"recipient": r["recipient"], "read": r["readAt"] is not None}
+        if r["recipientInstanceId"] is not None:
+            item["recipientInstanceId"] = r["recipientInstanceId"]
+        if r["readAt"] is not None:
+            item["readAt"] = r["readAt"]
+        receipts.append(item)
+    return {
+        "messageId": msg["id"], "from": msg["sender"], "channel": msg["channel"],
+        "createdAt": msg["createdAt"], "receipts": receipts,
+        "readCount": sum(1 for r in receipts if r["read"]), "unreadCount": sum(1 for r in receipts if not r["read"]),
+    }
+
+
+def search_messages(
+    conn: Connection, *, query: str, limit: int, sender: str | None = None, channel: str | None = None
+) -> list[dict[str, Any]]:
+    match = fts_query(query)
+    if match is None:
+        return []
+    clauses, args = ["messages_fts MATCH ?"], [match]
+    if sender is not None:
+        clauses.append("m.sender = ?")
+        args.append(sender)
+    if channel is not None:
+        clauses.append("m.channel = ?")
+        args.append(channel)
+    rows = conn.query(
+        f"SELECT m.*, bm25(messages_fts) AS rank, {snippet_sql('messages_fts')} AS snippet "
+        "FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid "
+        f"WHERE {' AND '.join(clauses)} ORDER BY rank LIMIT ?",
+        [*args, limit],
+    )
+    out = []
+    for row in rows:
+        rank, snip = row.pop("rank"), row.pop("snippet")
+        doc = message_doc(row)
+        doc["score"] = round(-rank, 6)
+        doc["snippet"] = snip
+        out.append(doc)
+    return out

@@ -1,0 +1,148 @@
+"""MCP tools for messaging."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from ...app import App, check_name, require_text
+from ...errors import Forbidden, InvalidArgument, NotFound
+from ...paging import Fields, clamp_limit
+from . import store
+
+MAX_CONTENT_BYTES = 1_000_000
+SYSTEM = "system"
+
+
+def register(app: App) -> None:
+    db = app.db
+
+    @app.tool("write")
+    def send_message(
+        channel: str,
+        content: str,
+        from_: Annotated[str | None, Field(alias="from")] = None,
+        fromInstanceId: str | None = None,
+        instanceId: str | None = None,
+        sessionDay: int | None = None,
+        tenantId: str | None = None,
+    ) -> dict[str, Any]:
+        """Send a message to an orchestrator, several, one instance, or everyone.
+
+        `channel`: a role (`sigma`: every instance of it sees the message), a comma list
+        (`pi,phi`: one receipt each), an instance id (`sigma-vps-01`), or `broadcast` (every
+        orchestrator with a profile except the sender, resolved at send time). `instanceId`
+        targets one instance of the role in `channel`. Returns `{messageId, recipients}`.
+        """
+        sender = app.caller(from_, "from")
+        check_name(channel, "channel")
+        text = require_text(content, "content", max_bytes=MAX_CONTENT_BYTES)
+        target = check_name(instanceId, "instanceId") if instanceId else None
+        if target and ("," in channel or channel == store.BROADCAST):
+            raise InvalidArgument("instanceId targets one role's instance; it cannot be used with a list or broadcast")
+        from_inst = app.instance(fromInstanceId)
+        return db.write(
+            lambda c: store.send_message(
+                c, sender=sender, channel=channel.strip(), content=text, from_instance_id=from_inst,
+                instance_id=target, session_day=sessionDay, tenant_id=tenantId,
+            )
+        )
+
+    @app.tool("read")
+    def check_messages(
+        recipient: str | None = None,
+        recipientInstanceId: str | None = None,
+        tenantId: str | None = None,
+        since: int | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Fetch your unread messages, oldest first, each with the `receiptId` to pass to mark_as_read.
+
+        Does not mark anything read. `recipientInstanceId` limits to messages for the role plus
+        those aimed at that instance; `tenantId` to one tenant; `since` (Unix ms) to receipts
+        created after it. Returns at most `limit` (default 100, max 500): mark them read to see more.
+        """
+        who = app.caller(recipient, "recipient")
+        inst = app.instance(recipientInstanceId)
+        size = clamp_limit(limit, store.CHECK_DEFAULT_LIMIT, store.CHECK_MAX_LIMIT)
+        return db.read(
+            lambda c: store.check_messages(
+                c, recipient=who, recipient_instance_id=inst, tenant_id=tenantId, since=since, limit=size
+            )
+        )
+
+    @app.tool("idempotent")
+    def mark_as_read(receiptIds: Annotated[list[str], Field(max_length=10_000)]) -> int:
+        """Mark messages read by receipt id (from check_messages). Returns how many receipts changed.
+
+        Receipts already read, and unknown ids, are ignored.
+        """
+        return db.write(lambda c: store.mark_as_read(c, receipt_ids=receiptIds))
+
+    @app.tool("destructive")
+    def delete_message(messageId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
+        """Delete a message and all its receipts. Only the sender or `system` may delete.
+
+        Returns `{deleted, receiptsDeleted}`; `deleted` is false when the message does not exist.
+        """
+        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+
+        def run(c):
+            sender = store.message_sender(c, messageId)
+            if sender is None:
+                return {"deleted": False, "receiptsDeleted": 0}
+            if caller not in (sender, SYSTEM):
+                raise Forbidden(f"only the sender ({sender}) or system may delete message {messageId}")
+            return store.delete_message(c, message_id=messageId)
+
+        return db.write(run)
+
+    @app.tool("read")
+    def get_message(messageId: str) -> dict[str, Any] | None:
+        """Fetch one message by id with its full content and channel; null when it does not exist."""
+        return db.read(lambda c: store.get_message(c, message_id=messageId))
+
+    @app.tool("read")
+    def list_messages(
+        from_: Annotated[str | None, Field(alias="from")] = None,
+        channel: str | None = None,
+        sessionDay: int | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        fields: Fields = "full",
+    ) -> dict[str, Any]:
+        """List messages newest first, optionally by sender (`from`), `channel` or `sessionDay`.
+
+        Paged: `{items, nextCursor?}`; pass `nextCursor` back as `cursor` until it is absent.
+        `limit` default 20, clamped to 1..200; `fields="lite"` = _id, _creationTime, from, channel, createdAt.
+        """
+        return db.read(
+            lambda c: store.list_messages(
+                c, sender=from_, channel=channel, session_day=sessionDay, limit=limit, cursor=cursor, fields=fields
+            )
+        )
+
+    @app.tool("read")
+    def list_broadcast_status(messageId: str) -> dict[str, Any]:
+        """Show who has read a message and who has not: one entry per receipt (not paged)."""
+        status = db.read(lambda c: store.broadcast_status(c, message_id=messageId))
+        if status is None:
+            raise NotFound(f"message {messageId} does not exist")
+        return status
+
+    @app.tool("read")
+    def search_messages_by_keyword(
+        query: str,
+        limit: int | None = None,
+        from_: Annotated[str | None, Field(alias="from")] = None,
+        channel: str | None = None,
+    ) -> dict[str, Any]:
+        """Full-text (BM25) search over message content; best matches first, each with a `snippet`.
+
+        Every word must match; operators and punctuation in `query` are treated as plain text.
+        `limit` default 20, max 200. Returns `{items}`.
+        """
+        size = clamp_limit(limit)
+        items = db.read(lambda c: store.search_messages(c, query=query, limit=size, sender=from_, channel=channel))
+        return {"items": items}

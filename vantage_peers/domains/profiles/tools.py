@@ -1,0 +1,102 @@
+"""MCP tools for profiles and presence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...app import App, require_text
+from ...paging import Fields
+from . import store
+from .models import DynamicProfile, StaticProfile
+
+
+def register(app: App) -> None:
+    db = app.db
+
+    @app.tool("read")
+    def get_profile(orchestratorId: str | None = None) -> dict[str, Any] | None:
+        """Return an orchestrator's profile: static identity, dynamic state, summary and instances.
+
+        Returns null when no profile exists. `orchestratorId` defaults to this server's VP_ORCHESTRATOR.
+        """
+        who = app.caller(orchestratorId, "orchestratorId")
+        return db.read(lambda c: store.get_profile(c, orchestrator_id=who))
+
+    @app.tool("idempotent")
+    def update_profile(
+        orchestratorId: str | None = None,
+        name: str | None = None,
+        instanceId: str | None = None,
+        static: StaticProfile | None = None,
+        dynamic: DynamicProfile | None = None,
+    ) -> dict[str, Any]:
+        """Create or update an orchestrator profile (upsert; only the fields you pass change).
+
+        `static` = {role, workspace, capabilities[]} (keys merge into the stored object);
+        `dynamic` = {currentTask, lastSeen, sessionCount} applies to `instanceId` (or the role).
+        Creating a profile adds the orchestrator to `broadcast` delivery. Returns the profile.
+        """
+        who = app.caller(orchestratorId, "orchestratorId")
+        inst = app.instance(instanceId)
+        return db.write(
+            lambda c: store.update_profile(
+                c,
+                orchestrator_id=who,
+                name=name,
+                instance_id=inst,
+                static=static.model_dump(exclude_none=True) if static else None,
+                dynamic=dynamic.model_dump(exclude_none=True) if dynamic else None,
+            )
+        )
+
+    @app.tool("idempotent")
+    def set_summary(
+        summary: str, orchestratorId: str | None = None, instanceId: str | None = None
+    ) -> dict[str, Any]:
+        """Set what this orchestrator instance is working on now; visible to all agents in list_peers.
+
+        Also registers presence (creates the profile if needed and refreshes `lastSeen`).
+        """
+        who = app.caller(orchestratorId, "orchestratorId")
+        inst = app.instance(instanceId) or ""
+        text = require_text(summary, "summary", max_bytes=10_000)
+        row = db.write(lambda c: store.set_summary(c, orchestrator_id=who, instance_id=inst, summary=text))
+        label = f"{who}/{inst}" if inst else who
+        return {
+            "ok": True,
+            "message": f"Summary set for {label}.",
+            "orchestratorId": who,
+            **({"instanceId": inst} if inst else {}),
+            "summary": text,
+            "lastSeen": row["lastSeen"],
+        }
+
+    @app.tool("read")
+    def list_peers(limit: int | None = None, cursor: str | None = None, fields: Fields = "full") -> dict[str, Any]:
+        """List every known agent instance with its summary and lastSeen, most recently seen first.
+
+        Paged: `{items, nextCursor?}`; pass `nextCursor` back as `cursor` until it is absent.
+        `limit` default 20, clamped to 1..200; `fields="lite"` returns a compact projection.
+        """
+        return db.read(lambda c: store.list_peers(c, limit=limit, cursor=cursor, fields=fields))
+
+    @app.tool("read")
+    def whoami() -> dict[str, Any]:
+        """Return the orchestrator identity this server acts as (VP_ORCHESTRATOR / VP_INSTANCE_ID).
+
+        When no identity is configured, `orchestratorId` is absent and `configured` is false: pass
+        your id explicitly (`from`, `createdBy`, `callerOrchestrator`) on each call instead.
+        """
+        who = app.settings.orchestrator
+        if not who:
+            return {
+                "configured": False,
+                "hint": "start the server with VP_ORCHESTRATOR=<your id> to act as one orchestrator",
+            }
+        out: dict[str, Any] = {"configured": True, "orchestratorId": who}
+        if app.settings.instance_id:
+            out["instanceId"] = app.settings.instance_id
+        profile = db.read(lambda c: store.get_profile(c, orchestrator_id=who))
+        if profile:
+            out["profile"] = profile
+        return out

@@ -1,0 +1,154 @@
+"""List envelopes: `{items, nextCursor?}`, clamped limits, opaque keyset cursors, lite projection,
+and the 50,000-byte envelope cap.
+
+Cursors are base64url JSON of the last returned row's (sort value, id): stable when many rows
+share one millisecond, and never a raw offset. `nextCursor` is absent (not null) on the last page.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal
+
+from .db import Connection, Row, loads
+from .errors import InvalidArgument
+
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 200
+ENVELOPE_TARGET_BYTES = 50_000
+
+Fields = Literal["lite", "full"]
+
+
+def clamp_limit(limit: int | None, default: int = DEFAULT_LIMIT, maximum: int = MAX_LIMIT) -> int:
+    if limit is None:
+        return default
+    return max(1, min(int(limit), maximum))
+
+
+def encode_cursor(sort_value: Any, row_id: str) -> str:
+    raw = json.dumps({"t": sort_value, "i": row_id}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> tuple[Any, str | None] | None:
+    """(sort value, id) from a cursor; id is None for a legacy `{createdBefore}` cursor."""
+    if cursor is None or cursor == "":
+        return None
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (ValueError, binascii.Error, UnicodeError):
+        raise InvalidArgument("cursor is not a cursor this server issued; pass nextCursor back unchanged") from None
+    if isinstance(data, dict) and "t" in data and isinstance(data.get("i"), str):
+        return data["t"], data["i"]
+    if isinstance(data, dict) and isinstance(data.get("createdBefore"), int | float):
+        return data["createdBefore"], None
+    raise InvalidArgument("cursor is not a cursor this server issued; pass nextCursor back unchanged")
+
+
+def to_doc(row: Row, *, json_cols: Iterable[str] = (), bool_cols: Iterable[str] = (),
+           rename: dict[str, str] | None = None) -> dict[str, Any]:
+    """A stored row as the document agents see: `_id`, `_creationTime`, no internal keys, no nulls."""
+    out: dict[str, Any] = {"_id": row["id"]}
+    if "createdAt" in row:
+        out["_creationTime"] = row["createdAt"]
+    json_set, bool_set, names = set(json_cols), set(bool_cols), rename or {}
+    for key, value in row.items():
+        if key in ("seq", "id") or value is None:
+            continue
+        if key in json_set:
+            value = loads(value)
+        elif key in bool_set:
+            value = bool(value)
+        out[names.get(key, key)] = value
+    return out
+
+
+def project(item: dict[str, Any], fields: str | None, lite_keys: Sequence[str]) -> dict[str, Any]:
+    if fields == "lite":
+        return {k: item[k] for k in lite_keys if k in item}
+    return item
+
+
+def check_fields(fields: str | None) -> str:
+    if fields in (None, "full"):
+        return "full"
+    if fields == "lite":
+        return "lite"
+    raise InvalidArgument(f"fields must be 'lite' or 'full', got {fields!r}")
+
+
+def fit_envelope(items: list[dict[str, Any]], extra: dict[str, Any] | None = None,
+                 key: str = "items") -> int:
+    """How many leading items fit under the envelope cap (halving, never below one)."""
+    count = len(items)
+    while count > 1:
+        body = {key: items[:count], **(extra or {}), "nextCursor": "x" * 64}
+        if len(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()) <= ENVELOPE_TARGET_BYTES:
+            break
+        count //= 2
+    return count
+
+
+def keyset_page(
+    conn: Connection,
+    *,
+    table: str,
+    to_item: Callable[[Row], dict[str, Any]],
+    where: Sequence[str] = (),
+    params: Sequence[Any] = (),
+    sort_col: str = "createdAt",
+    descending: bool = True,
+    limit: int | None = None,
+    default_limit: int = DEFAULT_LIMIT,
+    cursor: str | None = None,
+    fields: str | None = "full",
+    lite_keys: Sequence[str] = ("_id", "_creationTime"),
+    keep: Callable[[dict[str, Any]], bool] | None = None,
+    items_key: str = "items",
+) -> dict[str, Any]:
+    """One page of `table` ordered by (sort_col, id), as `{items, nextCursor?}`.
+
+    `keep` filters rows after the fetch (a page may then hold fewer than `limit` items, by
+    design, and the cursor still advances past the filtered rows).
+    """
+    fields = check_fields(fields)
+    size = clamp_limit(limit, default_limit)
+    clauses, args = list(where), list(params)
+    anchor = decode_cursor(cursor)
+    op = "<" if descending else ">"
+    if anchor is not None:
+        value, last_id = anchor
+        if last_id is None:
+            clauses.append(f"{sort_col} {op} ?")
+            args.append(value)
+        else:
+            clauses.append(f"({sort_col} {op} ? OR ({sort_col} = ? AND id {op} ?))")
+            args.extend([value, value, last_id])
+    direction = "DESC" if descending else "ASC"
+    sql = f"SELECT * FROM {table}"
+    if clauses:
+        sql += " WHERE " + " AND ".join(f"({c})" for c in clauses)
+    sql += f" ORDER BY {sort_col} {direction}, id {direction} LIMIT ?"
+    rows = conn.query(sql, [*args, size + 1])
+    has_more = len(rows) > size
+    rows = rows[:size]
+
+    kept: list[tuple[Row, dict[str, Any]]] = []
+    for row in rows:
+        item = to_item(row)
+        if keep is None or keep(item):
+            kept.append((row, project(item, fields, lite_keys)))
+    items = [item for _, item in kept]
+    fit = fit_envelope(items, key=items_key)
+    envelope: dict[str, Any] = {items_key: items[:fit]}
+    if fit < len(items):
+        last = kept[fit - 1][0]
+        envelope["nextCursor"] = encode_cursor(last[sort_col], last["id"])
+    elif has_more and rows:
+        envelope["nextCursor"] = encode_cursor(rows[-1][sort_col], rows[-1]["id"])
+    return envelope

@@ -1,0 +1,1 @@
+"""Search building blocks: FTS5 query quoting (and, later, embeddings, vectors and fusion)."""

@@ -1,0 +1,32 @@
+"""Turn user text into an FTS5 MATCH expression that can never be a syntax error.
+
+Every whitespace-separated token becomes a quoted string (inner quotes doubled), so FTS operators
+(`AND`, `OR`, `NOT`, `NEAR`, `col:`, `*`, `^`, parentheses) in user text are plain words.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+_WORD = re.compile(r"\w", re.UNICODE)
+MAX_TOKENS = 32
+
+
+def fts_query(text: str, mode: Literal["and", "or"] = "and") -> str | None:
+    """The MATCH expression for `text`, or None when it holds nothing searchable."""
+    tokens = []
+    for raw in text.split():
+        if not _WORD.search(raw):  # punctuation-only tokens match nothing in unicode61
+            continue
+        tokens.append('"' + raw.replace('"', '""') + '"')
+        if len(tokens) >= MAX_TOKENS:
+            break
+    if not tokens:
+        return None
+    return (" OR " if mode == "or" else " ").join(tokens)
+
+
+def snippet_sql(table: str, column_index: int = 0, tokens: int = 12) -> str:
+    """SQL for an FTS5 snippet of one column, with `[` `]` around matches."""
+    return f"snippet({table}, {column_index}, '[', ']', '…', {tokens})"
