@@ -36,10 +36,10 @@ class Tools:
             and not t.output_schema.get("additionalProperties")
         }
 
-    def raw(self, name: str, **args: Any):
+    def raw(self, name: str, /, **args: Any):
         return self.portal.call(self.client.call_tool, name, args)
 
-    def call(self, name: str, **args: Any) -> Any:
+    def call(self, name: str, /, **args: Any) -> Any:
         result = self.raw(name, **args)
         text = "\n".join(getattr(c, "text", "") for c in result.content)
         if result.is_error:
@@ -51,7 +51,7 @@ class Tools:
             return data["result"]
         return data
 
-    def error(self, name: str, **args: Any) -> str:
+    def error(self, name: str, /, **args: Any) -> str:
         with pytest.raises(ToolError) as info:
             self.call(name, **args)
         return str(info.value)

@@ -10,12 +10,15 @@ import re
 from typing import Literal
 
 _WORD = re.compile(r"\w", re.UNICODE)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 MAX_TOKENS = 32
 
 
 def fts_query(text: str, mode: Literal["and", "or"] = "and") -> str | None:
     """The MATCH expression for `text`, or None when it holds nothing searchable."""
     tokens = []
+    # NUL ends a C string inside FTS5's parser, leaving a quote unterminated: drop control chars.
+    text = _CONTROL.sub(" ", text)
     for raw in text.split():
         if not _WORD.search(raw):  # punctuation-only tokens match nothing in unicode61
             continue
