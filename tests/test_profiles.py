@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from conftest import make_settings, open_tools
 
 from vantage_peers.server import create_app
@@ -38,6 +40,7 @@ def test_set_summary_registers_presence_and_list_peers_orders(tools):
     for i in range(25):
         r = tools.call("set_summary", orchestratorId=f"orch{i}", instanceId=f"orch{i}-box", summary=f"work {i}")
         assert r["ok"] and f"orch{i}" in r["message"]
+    time.sleep(0.005)  # lastSeen has millisecond resolution
     tools.call("set_summary", orchestratorId="orch3", instanceId="orch3-box", summary="newest")
     page = tools.call("list_peers")
     assert len(page["items"]) == 20 and "nextCursor" in page
