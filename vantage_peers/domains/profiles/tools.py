@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from ...app import App, require_text
 from ...paging import Fields
@@ -25,7 +27,7 @@ def register(app: App) -> None:
     @app.tool("idempotent")
     def update_profile(
         orchestratorId: str | None = None,
-        name: str | None = None,
+        name: Annotated[str | None, Field(max_length=500)] = None,
         instanceId: str | None = None,
         static: StaticProfile | None = None,
         dynamic: DynamicProfile | None = None,
