@@ -195,3 +195,19 @@ def test_write_rolls_back_on_error(tmp_path):
     assert db.conn.scalar("SELECT count(*) FROM meta WHERE key = 'a'") == 0
     assert db.write(lambda c: c.execute("INSERT INTO meta (key, value) VALUES ('a', 'b')")) == 1
     db.close()
+
+
+def test_nested_transactions(tmp_path):
+    db = Database(tmp_path / "n.db")
+    migrate(db)
+
+    def outer(c):
+        db.write(lambda c2: c2.execute("INSERT INTO meta (key, value) VALUES ('inner', '1')"))
+        c.execute("INSERT INTO meta (key, value) VALUES ('outer', '1')")
+
+    db.write(outer)
+    assert db.read(lambda c: c.scalar("SELECT count(*) FROM meta WHERE key IN ('inner', 'outer')")) == 2
+    with pytest.raises(RuntimeError):
+        db.read(lambda c: db.write(lambda c2: c2.execute("DELETE FROM meta")))
+    assert db.conn.scalar("SELECT count(*) FROM meta") == 2
+    db.close()

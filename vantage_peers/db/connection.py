@@ -52,7 +52,7 @@ class Connection:
         current = self.raw.execute("PRAGMA journal_mode").fetchall()[0][0]
         if current.lower() != journal_mode:
             _retry_busy(lambda: self.raw.execute(f"PRAGMA journal_mode={journal_mode}").fetchall())
-        self.in_tx = False
+        self.in_tx: str | None = None  # "read" or "write" while a transaction is open
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
         cur = self.raw.cursor()
@@ -123,18 +123,15 @@ class Database:
     @contextlib.contextmanager
     def _tx(self) -> Iterator[Connection]:
         conn = self.conn
-        if conn.in_tx:  # nested use joins the outer transaction
-            yield conn
-            return
         _retry_busy(lambda: conn.raw.execute("BEGIN IMMEDIATE"))
-        conn.in_tx = True
+        conn.in_tx = "write"
         try:
             yield conn
         except BaseException:
-            conn.in_tx = False
+            conn.in_tx = None
             conn.raw.execute("ROLLBACK")
             raise
-        conn.in_tx = False
+        conn.in_tx = None
         try:
             _retry_busy(lambda: conn.raw.execute("COMMIT"))
         except BaseException:
@@ -145,8 +142,10 @@ class Database:
     def write(self, fn: Callable[[Connection], T]) -> T:
         """Run `fn` in one `BEGIN IMMEDIATE` transaction; retried as a whole if the lock is busy."""
         conn = self.conn
-        if conn.in_tx:
+        if conn.in_tx == "write":  # nested writes join the outer transaction
             return fn(conn)
+        if conn.in_tx == "read":
+            raise RuntimeError("write() inside read(): start the outer transaction with write()")
         delay = 0.005
         for attempt in range(8):
             try:
@@ -165,11 +164,11 @@ class Database:
         if conn.in_tx:
             return fn(conn)
         _retry_busy(lambda: conn.raw.execute("BEGIN DEFERRED"))
-        conn.in_tx = True
+        conn.in_tx = "read"
         try:
             return fn(conn)
         finally:
-            conn.in_tx = False
+            conn.in_tx = None
             conn.raw.execute("COMMIT")
 
     def close(self) -> None:
