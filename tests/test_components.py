@@ -181,3 +181,20 @@ def test_store_register_on_a_file(db_path):
         assert db.read(lambda c: store.get(c, name="h", type_="hook", revision=2))["content"] == "v1"
     finally:
         db.close()
+
+
+def test_register_is_one_transaction(db_path, monkeypatch):
+    db = open_database(make_settings(db_path))
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full while writing the revision")
+
+    try:
+        monkeypatch.setattr(store, "_add_revision", boom)
+        with pytest.raises(RuntimeError):
+            db.write(lambda c: store.register(c, name="h", type_="hook", content="x", created_by="x", team=None,
+                                              version=None, project=None))
+        assert db.read(lambda c: c.scalar("SELECT count(*) FROM components")) == 0
+        assert db.read(lambda c: c.scalar("SELECT count(*) FROM components_fts WHERE components_fts MATCH 'h'")) in (0, None)
+    finally:
+        db.close()

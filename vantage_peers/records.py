@@ -28,7 +28,7 @@ MAX_FIELD_BYTES = 10_000  # short text (titles, list items, names of things)
 MAX_QUERY_BYTES = 4_096
 MAX_LIST_ITEMS = 200
 MAX_OBJECT_BYTES = 65_536
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def _ident(name: str) -> str:
@@ -242,7 +242,7 @@ def number(value: Any, field: str, *, minimum: float | None = 0, maximum: float 
 
 def iso_date(value: Any, field: str) -> str:
     """A calendar date `YYYY-MM-DD` (validated: 2026-02-30 is refused)."""
-    if not isinstance(value, str) or not _DATE.match(value):
+    if not isinstance(value, str) or not _DATE.fullmatch(value):
         raise InvalidArgument(f"{field} must be a date written YYYY-MM-DD, e.g. 2026-05-29")
     try:
         datetime.date.fromisoformat(value)
