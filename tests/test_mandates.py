@@ -225,3 +225,15 @@ def test_store_evaluate_on_a_file(db_path):
         assert about_state and len(verdict["reasons"]) == 2  # requested + per-transaction
     finally:
         db.close()
+
+
+def test_update_is_one_transaction(tools):
+    m = mandate(tools)
+    advance(tools, m["_id"], "accepted")
+    # terms and spend are applied, then the status step is refused: everything rolls back
+    msg = tools.error("update_mandate", mandateId=m["_id"], callerOrchestrator="bob", budget=5,
+                      spend={"amount": 1}, status="in_progress")
+    assert "RBAC_DENIED" in msg
+    after = tools.call("get_mandate", mandateId=m["_id"], includeSpending=True)
+    assert after["budget"] == 100_000 and after["spent"] == 0 and after["spending"] == []
+    assert after["status"] == "accepted"
