@@ -44,7 +44,7 @@ def page_all(tools: Tools, tool: str, **args: Any) -> tuple[list[dict[str, Any]]
 
 HOSTILE_QUERIES = [
     '"', '""', "AND OR NOT", "col:x*", "(((", "NEAR(", "NEAR(a b, 2)", "*", "^start", "a OR", "-x", "x'; DROP TABLE",
-    "🙂🚀", "\u0000", "   ", "title:foo", "{a b}", "a + b",
+    "🙂🚀", "\u0000", "a\u0000b", "abc\u0000def \u0000xyz", "   ", "title:foo", "{a b}", "a + b",
 ]
 
 

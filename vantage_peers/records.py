@@ -252,4 +252,6 @@ def iso_date(value: Any, field: str) -> str:
 
 
 def query_text(value: Any, field: str = "query") -> str:
-    return text(value, field, max_bytes=MAX_QUERY_BYTES)  # type: ignore[return-value]
+    """A keyword query; NUL characters become spaces (FTS5's query parser stops at a NUL)."""
+    checked = text(value, field, max_bytes=MAX_QUERY_BYTES)
+    return checked.replace("\x00", " ")  # type: ignore[union-attr]
