@@ -1,0 +1,1 @@
+"""Briefing notes: structured session hand-offs, meetings and decisions."""

@@ -1,0 +1,140 @@
+"""MCP tools for briefing notes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...app import App
+from ...errors import InvalidArgument
+from ...paging import Fields, check_fields, clamp_limit
+from ...records import MAX_CONTENT_BYTES, MAX_FIELD_BYTES, query_text, text, text_list
+from . import store
+
+# Spec §27.14: appended verbatim after the descriptions of list_briefing_notes and
+# search_briefing_notes_by_keyword (and of recall, hybrid_search, text_search elsewhere).
+VP_SOURCES_DOCTRINE = (
+    "> **VP-Sources doctrine**: MUST be called before any factual claim about fleet state, audits, dette "
+    "tooling, mission/task/client status, incident history, doctrine references.\n"
+    '> Cite returned ids in the answer footer as `VP-Sources: recall("<query>")→[ids] | none-needed:<reason>`.'
+)
+
+LIST_BRIEFING_NOTES_TOOL_DESCRIPTION = """List briefing notes newest first, optionally by `topic` or updated since a time.
+
+`updatedSince` (Unix ms) keeps notes whose `updatedAt` is at or after it (a new note's
+`updatedAt` is its creation time). Paged: `{items, nextCursor?}`; pass `nextCursor` back as
+`cursor` until it is absent. `limit` default 20 (15 with `fields="full"`), clamped to 1..200;
+`fields="lite"` = _id, _creationTime, topic, title, participants, createdBy.
+
+""" + VP_SOURCES_DOCTRINE
+
+SEARCH_BRIEFING_NOTES_BY_KEYWORD_TOOL_DESCRIPTION = """Full-text (BM25) search over briefing notes (title, content, decisions), best first.
+
+Every word of `query` must match; operators and punctuation are plain text. Optional `topic`
+filter; `limit` default 20, max 200. Returns `{items}`, each note with `score` and `snippet`.
+
+""" + VP_SOURCES_DOCTRINE
+
+
+def _changes(**fields: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in ("title", "topic"):
+        if fields[key] is not None:
+            out[key] = text(fields[key], key)
+    if fields["content"] is not None:
+        out["content"] = text(fields["content"], "content", max_bytes=MAX_CONTENT_BYTES)
+    for key in ("participants", "decisions", "linkedMemoryIds"):
+        if fields[key] is not None:
+            out[key] = text_list(fields[key], key, max_bytes=MAX_FIELD_BYTES if key != "decisions" else 20_000)
+    return out
+
+
+def register(app: App) -> None:
+    db = app.db
+
+    @app.tool("write")
+    def create_briefing_note(
+        title: str,
+        topic: str,
+        participants: list[str],
+        content: str,
+        createdBy: str | None = None,
+        decisions: list[str] | None = None,
+        linkedMemoryIds: list[str] | None = None,
+    ) -> str:
+        """Create a briefing note: a structured session hand-off, meeting record or decision log.
+
+        `topic` is a category key (`sprint-review`, `vp-release`, `standup`, …); `participants`
+        the orchestrator ids present; `linkedMemoryIds` must be ids of existing memories
+        (unknown ids are refused with NOT_FOUND). `createdBy` defaults to VP_ORCHESTRATOR.
+        Returns the new note id.
+        """
+        creator = app.caller(createdBy, "createdBy")
+        values = _changes(title=title, topic=topic, participants=participants, content=content,
+                          decisions=decisions, linkedMemoryIds=linkedMemoryIds)
+        for key in ("title", "topic", "content", "participants"):
+            if key not in values:
+                raise InvalidArgument(f"{key} is required")
+        return db.write(lambda c: store.create_note(c, values={**values, "createdBy": creator}))
+
+    @app.tool("write")
+    def update_briefing_note(
+        noteId: str,
+        callerOrchestrator: str | None = None,
+        title: str | None = None,
+        topic: str | None = None,
+        participants: list[str] | None = None,
+        content: str | None = None,
+        decisions: list[str] | None = None,
+        linkedMemoryIds: list[str] | None = None,
+    ) -> None:
+        """Change some fields of a briefing note. Only its creator or `system` may (deny by default).
+
+        `callerOrchestrator` is required (or VP_ORCHESTRATOR); only the fields you pass change,
+        and `updatedAt` / `updatedBy` are set. Arrays replace the stored array. Returns null.
+        """
+        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        changes = _changes(title=title, topic=topic, participants=participants, content=content,
+                           decisions=decisions, linkedMemoryIds=linkedMemoryIds)
+        if not changes:
+            raise InvalidArgument("nothing to update: pass at least one of title, topic, participants, "
+                                  "content, decisions, linkedMemoryIds")
+        db.write(lambda c: store.update_note(c, note_id=noteId, caller=caller, changes=changes))
+        return None
+
+    @app.tool("read")
+    def get_briefing_note(noteId: str) -> dict[str, Any] | None:
+        """Fetch one briefing note by id with all its fields; null when it does not exist."""
+        return db.read(lambda c: store.NOTES.get(c, noteId))
+
+    @app.tool("read", description=LIST_BRIEFING_NOTES_TOOL_DESCRIPTION)
+    def list_briefing_notes(
+        topic: str | None = None,
+        updatedSince: int | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        fields: Fields = "full",
+    ) -> dict[str, Any]:
+        projection = check_fields(fields)
+        return db.read(
+            lambda c: store.list_notes(
+                c, topic=topic, updated_since=updatedSince, limit=limit, cursor=cursor, fields=projection
+            )
+        )
+
+    @app.tool("read", description=SEARCH_BRIEFING_NOTES_BY_KEYWORD_TOOL_DESCRIPTION)
+    def search_briefing_notes_by_keyword(
+        query: str, topic: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        words = query_text(query)
+        size = clamp_limit(limit)
+        return {"items": db.read(lambda c: store.search_notes(c, query=words, topic=topic, limit=size))}
+
+    @app.tool("destructive")
+    def delete_briefing_note(noteId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
+        """Delete a briefing note for good. Only its creator (`createdBy`) or `system` may delete.
+
+        `callerOrchestrator` defaults to VP_ORCHESTRATOR. Returns `{deleted}`; false when the
+        note does not exist.
+        """
+        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        return db.write(lambda c: store.delete_note(c, note_id=noteId, caller=caller))

@@ -1,0 +1,1 @@
+"""Business units: organisational entities with strategy, services, pricing and projections."""

@@ -1,0 +1,135 @@
+"""MCP tools for business units."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ...app import App, check_name
+from ...errors import InvalidArgument
+from ...paging import Fields
+from ...records import json_object, number, text, text_list
+from . import store
+
+BuStatus = Literal["idea", "building", "live", "revenue"]
+LONG = 20_000
+
+
+def _fields(**raw: Any) -> dict[str, Any]:
+    """Validated, non-None BU fields (names as on the wire)."""
+    out: dict[str, Any] = {}
+    for key, limit in (("name", 500), ("description", LONG), ("purpose", LONG), ("domain", 500),
+                       ("businessModel", LONG), ("targetCustomers", LONG), ("pricing", LONG)):
+        if raw.get(key) is not None:
+            out[key] = text(raw[key], key, max_bytes=limit)
+    if raw.get("orchestratorId") is not None:
+        out["orchestratorId"] = check_name(raw["orchestratorId"], "orchestratorId")
+    if raw.get("status") is not None:
+        out["status"] = raw["status"]
+    if raw.get("services") is not None:
+        out["services"] = text_list(raw["services"], "services", max_bytes=2_000)
+    for key in ("revenueProjections", "coreTeam"):
+        if raw.get(key) is not None:
+            out[key] = json_object(raw[key], key)
+    if raw.get("managementFee") is not None:
+        out["managementFee"] = number(raw["managementFee"], "managementFee", minimum=0, maximum=100)
+    return out
+
+
+def register(app: App) -> None:
+    db = app.db
+
+    @app.tool("write")
+    def create_bu(
+        name: str,
+        description: str,
+        purpose: str,
+        orchestratorId: str,
+        status: BuStatus = "idea",
+        domain: str | None = None,
+        businessModel: str | None = None,
+        targetCustomers: str | None = None,
+        services: list[str] | None = None,
+        pricing: str | None = None,
+        revenueProjections: dict[str, Any] | None = None,
+        coreTeam: dict[str, Any] | None = None,
+        managementFee: float | None = None,
+        createdBy: str | None = None,
+    ) -> dict[str, Any]:
+        """Create a business unit with its strategy: purpose, model, customers, services, pricing, projections.
+
+        `orchestratorId` is the lead orchestrator; `status` idea|building|live|revenue (default
+        idea); `revenueProjections` an object (e.g. {A1, A2, A3}); `coreTeam` an object (agents,
+        skills, hooks, plugins); `managementFee` a percent 0..100, default 10. Names are unique
+        (case-insensitive). Returns the BU.
+        """
+        creator = app.caller(createdBy, "createdBy", required=False) or check_name(orchestratorId, "orchestratorId")
+        values = _fields(
+            name=name, description=description, purpose=purpose, orchestratorId=orchestratorId, status=status,
+            domain=domain, businessModel=businessModel, targetCustomers=targetCustomers, services=services,
+            pricing=pricing, revenueProjections=revenueProjections, coreTeam=coreTeam, managementFee=managementFee,
+        )
+        return db.write(lambda c: store.create(c, values={**values, "createdBy": creator}))
+
+    @app.tool("write")
+    def update_bu(
+        buId: str,
+        callerOrchestrator: str | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        purpose: str | None = None,
+        orchestratorId: str | None = None,
+        status: BuStatus | None = None,
+        domain: str | None = None,
+        businessModel: str | None = None,
+        targetCustomers: str | None = None,
+        services: list[str] | None = None,
+        pricing: str | None = None,
+        revenueProjections: dict[str, Any] | None = None,
+        coreTeam: dict[str, Any] | None = None,
+        managementFee: float | None = None,
+    ) -> dict[str, Any]:
+        """Change some fields of a business unit; only the fields you pass change. Returns the BU.
+
+        Only its lead orchestrator (`orchestratorId`), its creator or `system` may update;
+        `callerOrchestrator` defaults to VP_ORCHESTRATOR. Objects and arrays replace the stored ones.
+        """
+        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        changes = _fields(
+            name=name, description=description, purpose=purpose, orchestratorId=orchestratorId, status=status,
+            domain=domain, businessModel=businessModel, targetCustomers=targetCustomers, services=services,
+            pricing=pricing, revenueProjections=revenueProjections, coreTeam=coreTeam, managementFee=managementFee,
+        )
+        if not changes:
+            raise InvalidArgument("nothing to update: pass at least one business-unit field")
+        return db.write(lambda c: store.update(c, bu_id=buId, caller=caller, changes=changes))
+
+    @app.tool("read")
+    def get_bu(buId: str) -> dict[str, Any] | None:
+        """Fetch one business unit by id with every field; null when it does not exist."""
+        return db.read(lambda c: store.BUS.get(c, buId))
+
+    @app.tool("read")
+    def list_bus(
+        orchestratorId: str | None = None,
+        status: BuStatus | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        fields: Fields = "full",
+    ) -> dict[str, Any]:
+        """List business units newest first, by lead `orchestratorId` and/or `status`.
+
+        Paged: `{items, nextCursor?}`; pass `nextCursor` back as `cursor` until it is absent.
+        `limit` default 20, clamped to 1..200; `fields="lite"` = _id, _creationTime, name,
+        status, orchestratorId.
+        """
+        filters = {"orchestratorId": orchestratorId, "status": status}
+        return db.read(lambda c: store.BUS.page(c, filters=filters, limit=limit, cursor=cursor, fields=fields))
+
+    @app.tool("destructive")
+    def delete_bu(buId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
+        """Delete a business unit for good. Only its lead orchestrator, its creator or `system` may.
+
+        `callerOrchestrator` defaults to VP_ORCHESTRATOR. Returns `{deleted}`; false when it does not exist.
+        """
+        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        return db.write(lambda c: store.delete(c, bu_id=buId, caller=caller))

@@ -1,0 +1,152 @@
+"""MCP tools for the component registry."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ...app import App
+from ...errors import InvalidArgument
+from ...paging import Fields, clamp_limit
+from ...records import MAX_CONTENT_BYTES, query_text, text
+from . import store
+
+ComponentType = Literal["agent", "skill", "hook", "plugin"]
+MAX_COMPONENT_BYTES = 4 * MAX_CONTENT_BYTES  # whole files, plugins included
+
+
+def _content(value: Any, digest: str | None) -> str:
+    body = text(value, "content", max_bytes=MAX_COMPONENT_BYTES, allow_blank=True)
+    assert body is not None
+    if digest is not None:
+        given = digest.lower().removeprefix("sha256:")
+        actual = store.content_hash(body)
+        if given != actual:
+            raise InvalidArgument(
+                f"contentHash {digest} does not match the sha256 of content ({actual}); the content was "
+                "altered on the way, send it again"
+            )
+    return body
+
+
+def register(app: App) -> None:
+    db = app.db
+
+    @app.tool("write")
+    def register_component(
+        name: str,
+        type: ComponentType,
+        content: str,
+        createdBy: str | None = None,
+        team: str | None = None,
+        version: str | None = None,
+        project: str | None = None,
+        contentHash: str | None = None,
+    ) -> dict[str, Any]:
+        """Back up an agent, skill, hook or plugin: its full file content, kept byte for byte.
+
+        Registering an existing (name, type) again stores a new revision and keeps every earlier
+        one (get_component with `revision` or `version` returns them); identical content and
+        version store nothing new. The server computes `contentHash` (sha256 hex of the UTF-8
+        content); pass your own `contentHash` to have the upload verified. Returns
+        `{_id, name, type, revision, contentHash, size, version?, created, newRevision}`.
+        """
+        creator = app.caller(createdBy, "createdBy")
+        args = {
+            "name": text(name, "name", max_bytes=500), "type_": type,
+            "content": _content(content, contentHash), "team": text(team, "team", required=False, max_bytes=500),
+            "version": text(version, "version", required=False, max_bytes=200),
+            "project": text(project, "project", required=False, max_bytes=500),
+        }
+        return db.write(lambda c: store.register(c, created_by=creator, **args))
+
+    @app.tool("read")
+    def get_component(
+        name: str,
+        type: ComponentType,
+        version: str | None = None,
+        revision: Annotated[int | None, Field(ge=1)] = None,
+        includeHistory: bool = False,
+    ) -> dict[str, Any] | None:
+        """Fetch a component by name and type, with its full content and `contentHash`; null if absent.
+
+        By default the latest revision. `revision` (1, 2, …) or `version` (your label; the newest
+        revision carrying it) returns an older one byte for byte. `includeHistory` adds
+        `history`: every revision's number, version, hash, size, author and time.
+        """
+        def run(c) -> dict[str, Any] | None:
+            doc = store.get(c, name=name, type_=type, version=version, revision=revision)
+            if doc is not None and includeHistory:
+                doc["history"] = store.history(c, doc["_id"])
+            return doc
+
+        return db.read(run)
+
+    @app.tool("read")
+    def list_components(
+        type: ComponentType | None = None,
+        team: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        fields: Fields = "full",
+    ) -> dict[str, Any]:
+        """List registered components (latest revision each), newest first, by `type` and/or `team`.
+
+        Paged: `{items, nextCursor?}`; pass `nextCursor` back as `cursor` until it is absent.
+        `limit` default 20, clamped to 1..200; `fields="lite"` = _id, _creationTime, name, type,
+        team (recommended: full items carry whole file contents).
+        """
+        return db.read(
+            lambda c: store.list_components(c, type_=type, team=team, limit=limit, cursor=cursor, fields=fields)
+        )
+
+    @app.tool("write")
+    def update_component(
+        name: str,
+        type: ComponentType,
+        content: str | None = None,
+        version: str | None = None,
+        team: str | None = None,
+        project: str | None = None,
+        contentHash: str | None = None,
+        callerOrchestrator: str | None = None,
+    ) -> dict[str, Any]:
+        """Update a registered component, found by name and type: content, version label, team, project.
+
+        New content or a new version label stores a new revision (earlier ones stay retrievable);
+        team and project change in place. Refused with NOT_FOUND when the component does not
+        exist. Returns the same summary as register_component.
+        """
+        caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
+        body = _content(content, contentHash) if content is not None else None
+        if body is None and version is None and team is None and project is None:
+            raise InvalidArgument("nothing to update: pass content, version, team or project")
+        label = text(version, "version", required=False, max_bytes=200)
+        group = text(team, "team", required=False, max_bytes=500)
+        proj = text(project, "project", required=False, max_bytes=500)
+        return db.write(
+            lambda c: store.update(c, name=name, type_=type, caller=caller, content=body, version=label, team=group,
+                                   project=proj)
+        )
+
+    @app.tool("destructive")
+    def delete_component(name: str, type: ComponentType, callerOrchestrator: str | None = None) -> dict[str, Any]:
+        """Remove a component and all its revisions. Only its creator (`createdBy`) or `system` may.
+
+        `callerOrchestrator` defaults to VP_ORCHESTRATOR. Returns `{deleted, revisionsDeleted}`;
+        `deleted` is false when no such component exists.
+        """
+        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        return db.write(lambda c: store.delete(c, name=name, type_=type, caller=caller))
+
+    @app.tool("read")
+    def search_components(query: str, type: ComponentType | None = None, limit: int | None = None) -> dict[str, Any]:
+        """Find components whose name or team contains the words of `query` (substring, BM25-ranked).
+
+        Optional `type` filter; `limit` default 20, max 200. Returns `{items}` without `content`
+        (fetch it with get_component), each with a `score`.
+        """
+        words = query_text(query)
+        size = clamp_limit(limit)
+        return {"items": db.read(lambda c: store.search(c, query=words, type_=type, limit=size))}

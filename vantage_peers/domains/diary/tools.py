@@ -1,0 +1,112 @@
+"""MCP tools for the diary."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from ...app import App
+from ...errors import InvalidArgument
+from ...paging import Fields, clamp_limit
+from ...records import MAX_CONTENT_BYTES, iso_date, require_party, text, text_list
+from . import store
+
+
+def register(app: App) -> None:
+    db = app.db
+
+    @app.tool("idempotent")
+    def write_diary(
+        date: str,
+        content: str,
+        orchestrator: str | None = None,
+        highlights: list[str] | None = None,
+        blockers: list[str] | None = None,
+        instanceId: str | None = None,
+    ) -> str:
+        """Write an orchestrator's diary entry for a date, overwriting any entry already there (upsert).
+
+        One entry per (orchestrator, date): writing the same date again replaces content,
+        highlights and blockers in place. `date` is `YYYY-MM-DD`; `orchestrator` defaults to
+        VP_ORCHESTRATOR. Returns the entry id (the same id on every rewrite of that date).
+        """
+        who = app.caller(orchestrator, "orchestrator")
+        day = iso_date(date, "date")
+        body = text(content, "content", max_bytes=MAX_CONTENT_BYTES)
+        hi, bl = text_list(highlights, "highlights"), text_list(blockers, "blockers")
+        inst = app.instance(instanceId)
+        return db.write(
+            lambda c: store.write_diary(
+                c, date=day, orchestrator=who, content=body, highlights=hi, blockers=bl, instance_id=inst
+            )
+        )
+
+    @app.tool("read")
+    def get_diary(date: str, orchestrator: str | None = None) -> dict[str, Any] | None:
+        """Fetch one diary entry by orchestrator and date (`YYYY-MM-DD`); null when there is none."""
+        who = app.caller(orchestrator, "orchestrator")
+        day = iso_date(date, "date")
+        return db.read(lambda c: store.get_diary(c, orchestrator=who, date=day))
+
+    @app.tool("read")
+    def list_diaries(
+        orchestrator: str | None = None,
+        from_: Annotated[str | None, Field(alias="from")] = None,
+        to: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        fields: Fields = "full",
+    ) -> dict[str, Any]:
+        """List diary entries newest date first, for one orchestrator or (omitted) all of them.
+
+        Optional inclusive date range `from` / `to` (`YYYY-MM-DD`). Paged: `{items, nextCursor?}`;
+        pass `nextCursor` back as `cursor` until it is absent. `limit` default 20, clamped to
+        1..200; `fields="lite"` = _id, _creationTime, date, orchestrator.
+        """
+        start = iso_date(from_, "from") if from_ is not None else None
+        end = iso_date(to, "to") if to is not None else None
+        return db.read(
+            lambda c: store.list_diaries(
+                c, orchestrator=orchestrator, date_from=start, date_to=end, limit=limit, cursor=cursor,
+                fields=fields,
+            )
+        )
+
+    @app.tool("read")
+    def list_diary_by_date_range(
+        from_: Annotated[str, Field(alias="from")],
+        to: str,
+        orchestrator: str | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """List diary entries between two dates, inclusive, oldest date first (weekly reviews).
+
+        Returns an array (no cursor) of at most `limit` entries (default 200, max 1000), cut
+        further if the entries exceed 50,000 bytes; use list_diaries with from/to to page.
+        """
+        start, end = iso_date(from_, "from"), iso_date(to, "to")
+        if start > end:
+            raise InvalidArgument(f"from ({start}) must be on or before to ({end})")
+        size = clamp_limit(limit, store.RANGE_DEFAULT_LIMIT, store.RANGE_MAX_LIMIT)
+        return db.read(
+            lambda c: store.list_by_date_range(c, date_from=start, date_to=end, orchestrator=orchestrator, limit=size)
+        )
+
+    @app.tool("destructive")
+    def delete_diary(diaryId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
+        """Delete a diary entry for good. Only its owner (`orchestrator`) or `system` may delete.
+
+        `callerOrchestrator` defaults to VP_ORCHESTRATOR. Returns `{deleted}`; false when the
+        entry does not exist.
+        """
+        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+
+        def run(c) -> dict[str, bool]:
+            owner = store.owner_of(c, diaryId)
+            if owner is None:
+                return {"deleted": False}
+            require_party(caller, [owner], action=f"delete diary entry {diaryId}", role="its owner")
+            return {"deleted": store.DIARY.delete(c, diaryId)}
+
+        return db.write(run)

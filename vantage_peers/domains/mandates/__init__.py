@@ -1,0 +1,1 @@
+"""Mandates: inter-agent service requests with a token budget and spending limits (AP2)."""
