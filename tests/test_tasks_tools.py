@@ -56,8 +56,9 @@ def test_list_tasks_insert_n_page_all_lite(tools):
     assert len(tools.call("list_tasks")["items"]) == 20
 
 
-def test_list_tasks_newest_updated_first(tools):
+def test_list_tasks_newest_updated_first(app, tools):
     a, b, c = task(tools), task(tools), task(tools)
+    app.db.write(lambda conn: conn.execute("UPDATE tasks SET updatedAt = updatedAt - 1000"))
     tools.call("update_task", taskId=a, priority="low")
     order = [i["_id"] for i in tools.call("list_tasks")["items"]]
     assert order == [a, c, b]
@@ -171,3 +172,25 @@ def test_unknown_ids_are_clean(tools, tool):
         assert tools.call(tool, taskId=args["taskId"]) is None
     else:
         assert "NOT_FOUND" in tools.error(tool, **args)
+
+
+def test_hostile_sizes_types_and_cursors(tools):
+    big = "x" * 1_000_000
+    tid = task(tools)
+    assert "larger than" in tools.error("update_task", taskId=tid, description=big)
+    assert "larger than" in tools.error("complete_task", taskId=tid, completionNote=big)
+    assert "larger than" in tools.error("block_task", taskId=tid, reason=big)
+    assert "longer than" in tools.error("create_task", title="t", assignedTo=big, priority="low", createdBy="pi")
+    assert tools.call("search_tasks_by_keyword", query=big)["items"] == []
+    assert tools.call("get_task", taskId=big) is None
+    assert "cursor" in tools.error("list_tasks", cursor="not-a-cursor")
+    assert "cursor" in tools.error("list_tasks", cursor="eyJ4IjoxfQ")
+    assert len(tools.call("list_tasks", limit=-5)["items"]) == 1
+    assert tools.call("list_tasks", limit=10**9)["items"][0]["_id"] == tid
+    assert tools.error("list_tasks", updatedSince="yesterday")
+    assert tools.error("create_task", title="t", assignedTo="s", priority="low", createdBy="pi", tags="notalist")
+    assert "dueDate" in tools.error("create_task", title="t", assignedTo="s", priority="low", createdBy="pi",
+                                    dueDate=-1)
+    emoji = task(tools, title="🚀 déploiement 完成", tags=["🏷️"])
+    assert tools.call("get_task", taskId=emoji)["tags"] == ["🏷️"]
+    assert tools.call("search_tasks_by_keyword", query="deploiement")["items"][0]["_id"] == emoji
