@@ -152,7 +152,8 @@ def update_task(conn: Connection, *, task_id: str, payload: Mapping[str, Any], n
     raise_failures(update_failures(conn, task, payload, now=now, max_minutes=max_minutes))
     apply_fields(conn, task_id=task_id, payload=payload, now=now)
     status = payload.get("status")
-    if status is None or status == task["status"]:
+    releases_pause = status == "todo" and task["paused"]
+    if status is None or (status == task["status"] and not releases_pause):
         return
     task = require_task(conn, task_id)
     if status == "done":
