@@ -1,0 +1,182 @@
+"""Lifecycle, RBAC and cancel rules through the MCP tools."""
+
+from __future__ import annotations
+
+from tasks_helpers import mission, task
+
+
+def seg_start(app, tid, minutes_ago):
+    """Backdate the open segment (tests never sleep)."""
+    app.db.write(lambda c: c.execute(
+        "UPDATE taskSegments SET startedAt = startedAt - ? WHERE taskId = ? AND endedAt IS NULL",
+        (minutes_ago * 60_000, tid)))
+
+
+def test_start_pause_resume_complete(tools):
+    tid = task(tools)
+    assert tools.call("start_task", taskId=tid, callerOrchestrator="sigma") is None
+    doc = tools.call("get_task", taskId=tid)
+    assert doc["status"] == "in_progress" and len(doc["workSegments"]) == 1 and "endedAt" not in doc["workSegments"][0]
+    err = tools.error("start_task", taskId=tid)
+    assert "INVALID_STATE" in err and "pause_task" in err and "resume_task" in err
+    assert "not paused" in tools.error("resume_task", taskId=tid)
+    assert tools.call("pause_task", taskId=tid) is None
+    doc = tools.call("get_task", taskId=tid)
+    assert doc["status"] == "todo" and doc["paused"] is True and doc["assignedTo"] == "sigma"
+    assert "already paused" in tools.error("pause_task", taskId=tid)
+    claim = tools.call("checkout_task", taskId=tid, callerOrchestrator="tau")
+    assert claim["claimed"] is False and "paused" in claim["reason"]
+    assert tools.call("resume_task", taskId=tid) is None
+    doc = tools.call("get_task", taskId=tid)
+    assert doc["status"] == "in_progress" and doc["paused"] is False and len(doc["workSegments"]) == 2
+    assert "completionNote" in tools.error("complete_task", taskId=tid, completionNote="")
+    assert "completionNote" in tools.error("complete_task", taskId=tid)
+    assert tools.call("complete_task", taskId=tid, completionNote="Done; PR #4 merged") is None
+    doc = tools.call("get_task", taskId=tid)
+    assert doc["status"] == "done" and doc["completedAt"] >= doc["startedAt"] and "actualMinutes" in doc
+    assert all("endedAt" in s for s in doc["workSegments"])
+    assert "already done" in tools.error("complete_task", taskId=tid, completionNote="again")
+    assert "cannot be started" in tools.error("start_task", taskId=tid)
+
+
+def test_pause_without_segment_and_resume_todo(tools):
+    tid = task(tools)
+    assert "no open work segment" in tools.error("pause_task", taskId=tid)
+    err = tools.error("resume_task", taskId=tid)
+    assert "not paused" in err and "start_task" in err
+
+
+def test_start_on_paused_task_resumes(tools):
+    tid = task(tools)
+    tools.call("start_task", taskId=tid)
+    started = tools.call("get_task", taskId=tid)["startedAt"]
+    tools.call("pause_task", taskId=tid)
+    tools.call("start_task", taskId=tid)
+    doc = tools.call("get_task", taskId=tid)
+    assert doc["startedAt"] == started and doc["paused"] is False and len(doc["workSegments"]) == 2
+
+
+def test_caller_with_running_task_cannot_start_another(tools):
+    a, b = task(tools), task(tools)
+    tools.call("start_task", taskId=a, callerOrchestrator="sigma")
+    assert a in tools.error("start_task", taskId=b, callerOrchestrator="sigma")
+    tools.call("pause_task", taskId=a)
+    assert tools.call("start_task", taskId=b, callerOrchestrator="sigma") is None
+    assert b in tools.error("resume_task", taskId=a, callerOrchestrator="sigma")
+
+
+def test_long_segment_refusal_names_segment(app, tools):
+    tid = task(tools)
+    tools.call("start_task", taskId=tid)
+    seg_start(app, tid, 9 * 60)
+    err = tools.error("complete_task", taskId=tid, completionNote="finished, commit abc1234")
+    assert "work segment #1" in err and "480-minute" in err and "update_task" in err
+    assert tools.call("get_task", taskId=tid)["status"] == "in_progress"
+
+
+def test_checkout_claims_and_opens_segment(tools):
+    tid = task(tools)
+    assert tools.call("checkout_task", taskId=tid, callerOrchestrator="tau", callerInstance="tau-2") == {"claimed": True}
+    doc = tools.call("get_task", taskId=tid)
+    assert (doc["assignedTo"], doc["assignedToInstance"], doc["status"]) == ("tau", "tau-2", "in_progress")
+    assert doc["workSegments"][0]["orchestrator"] == "tau"
+    lost = tools.call("checkout_task", taskId=tid, callerOrchestrator="phi")
+    assert lost["claimed"] is False and lost["reason"]
+    assert "callerOrchestrator is required" in tools.error("checkout_task", taskId=tid)
+
+
+def test_block_and_unblock(tools):
+    tid = task(tools, status="in_progress")
+    assert "reason" in tools.error("block_task", taskId=tid, reason=" ")
+    assert tools.call("block_task", taskId=tid, reason="waiting on pi for the key") is None
+    doc = tools.call("get_task", taskId=tid)
+    assert doc["status"] == "blocked" and doc["blockedBy"] == "waiting on pi for the key"
+    assert all("endedAt" in s for s in doc["workSegments"])
+    tools.call("start_task", taskId=tid)
+    doc = tools.call("get_task", taskId=tid)
+    assert doc["status"] == "in_progress" and "blockedBy" not in doc
+
+
+def test_update_rbac(tools):
+    tid = task(tools)  # created by pi, assigned to sigma
+    assert "RBAC_DENIED" in tools.error("update_task", taskId=tid, title="x", callerOrchestrator="tau")
+    tools.call("update_task", taskId=tid, title="by creator", callerOrchestrator="pi")
+    tools.call("update_task", taskId=tid, title="by assignee", callerOrchestrator="sigma")
+    tools.call("update_task", taskId=tid, title="by system", callerOrchestrator="system")
+    tools.call("update_task", taskId=tid, title="no caller: no check")
+    for tool in ("start_task", "pause_task", "resume_task"):
+        assert "RBAC_DENIED" in tools.error(tool, taskId=tid, callerOrchestrator="tau")
+    assert "RBAC_DENIED" in tools.error("complete_task", taskId=tid, completionNote="n", callerOrchestrator="tau")
+    assert "RBAC_DENIED" in tools.error("block_task", taskId=tid, reason="r", callerOrchestrator="tau")
+    other = task(tools)
+    assert "RBAC_DENIED" in tools.error("add_task_dependency", taskId=tid, dependsOn=other, callerOrchestrator="tau")
+
+
+def test_cancel_rules(tools):
+    tid = task(tools)
+    assert "cancelReason is required" in tools.error("update_task", taskId=tid, status="cancelled",
+                                                    callerOrchestrator="pi")
+    assert "RBAC_DENIED" in tools.error("update_task", taskId=tid, status="cancelled", cancelReason="r",
+                                        callerOrchestrator="sigma")  # the assignee may not cancel
+    assert "callerOrchestrator is required" in tools.error("update_task", taskId=tid, status="cancelled",
+                                                           cancelReason="r")
+    assert "only used together" in tools.error("update_task", taskId=tid, cancelReason="r")
+    tools.call("update_task", taskId=tid, status="cancelled", cancelReason="wrong project", callerOrchestrator="pi")
+    doc = tools.call("get_task", taskId=tid)
+    assert doc["status"] == "cancelled" and doc["cancelReason"] == "wrong project"
+    assert "terminal" in tools.error("update_task", taskId=tid, status="todo")
+    assert "cancelled" in tools.error("complete_task", taskId=tid, completionNote="n")
+    for alias in ("open", "active"):
+        assert tid not in {i["_id"] for i in tools.call("list_tasks", status=alias)["items"]}
+    done = task(tools)
+    tools.call("complete_task", taskId=done, completionNote="finished, tests 12/12")
+    err = tools.error("update_task", taskId=done, status="cancelled", cancelReason="r", callerOrchestrator="pi")
+    assert "INVALID_STATE" in err and "cannot be cancelled" in err
+    system_cancel = task(tools)
+    tools.call("update_task", taskId=system_cancel, status="cancelled", cancelReason="r", callerOrchestrator="system")
+
+
+def test_update_status_transitions_follow_lifecycle(tools):
+    tid = task(tools)
+    tools.call("update_task", taskId=tid, status="in_progress")
+    assert len(tools.call("get_task", taskId=tid)["workSegments"]) == 1
+    tools.call("update_task", taskId=tid, status="review", completionNote="ready for review")
+    doc = tools.call("get_task", taskId=tid)
+    assert doc["status"] == "review" and "endedAt" in doc["workSegments"][0]
+    tools.call("update_task", taskId=tid, status="done")  # note already stored
+    doc = tools.call("get_task", taskId=tid)
+    assert doc["status"] == "done" and doc["completionNote"] == "ready for review" and "completedAt" in doc
+    assert "cannot be moved" in tools.error("update_task", taskId=tid, status="todo")
+    other = task(tools)
+    assert "completionNote" in tools.error("update_task", taskId=other, status="done")
+
+
+def test_update_todo_releases_pause(tools):
+    tid = task(tools)
+    tools.call("start_task", taskId=tid)
+    tools.call("pause_task", taskId=tid)
+    tools.call("update_task", taskId=tid, status="todo", callerOrchestrator="sigma")
+    assert tools.call("get_task", taskId=tid)["paused"] is False
+    assert tools.call("checkout_task", taskId=tid, callerOrchestrator="tau")["claimed"] is True
+
+
+def test_add_dependency_tool(tools):
+    a, b = task(tools), task(tools)
+    assert tools.call("add_task_dependency", taskId=b, dependsOn=a) == {"taskId": b, "dependsOn": [a]}
+    assert tools.call("add_task_dependency", taskId=b, dependsOn=a)["dependsOn"] == [a]  # no duplicate
+    assert "CONFLICT" in tools.error("add_task_dependency", taskId=a, dependsOn=b)
+    assert "NOT_FOUND" in tools.error("add_task_dependency", taskId=a, dependsOn="tsk_missing")
+    doc = tools.call("get_task", taskId=b)
+    assert doc["openDependencies"] == [a] and doc["dependencies"][0]["status"] == "todo"
+    assert "CONFLICT" in tools.error("update_task", taskId=a, dependsOn=[b])
+
+
+def test_completing_last_task_completes_mission(tools):
+    m = mission(tools)
+    a, b = task(tools, missionId=m), task(tools, missionId=m)
+    tools.call("complete_task", taskId=a, completionNote="first, commit abc1234")
+    from tasks_helpers import call
+    assert call(tools, "get_mission", {"missionId": m})["status"] == "plan"
+    tools.call("complete_task", taskId=b, completionNote="second, commit def5678")
+    got = call(tools, "get_mission", {"missionId": m})
+    assert got["status"] == "complete" and got["taskCounts"]["done"] == 2

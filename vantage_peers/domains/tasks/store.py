@@ -1,0 +1,182 @@
+"""Tasks: create, read, update, delete, lists and search (SQL). Lifecycle verbs live in lifecycle.py."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...db import Connection, Row, dumps
+from ...errors import Forbidden, NotFound
+from ...ids import new_id, now_ms
+from ...paging import keyset_page, to_doc
+from ...search.fts import fts_query, snippet_sql
+from . import segments
+from .rules import AUTO_GENERATED_SQL, OPEN_STATUSES, SYSTEM, TASK_LITE, status_sql
+from .validation import create_failures, load_task, raise_failures
+
+JSON_COLS = ("tags", "dependsOn")
+# Columns update_task may set directly (status has its own transition rules).
+PLAIN_FIELDS = ("title", "description", "project", "assignedTo", "assignedToInstance", "priority", "missionId",
+                "estimatedMinutes", "actualMinutes", "startedAt", "completedAt", "dueDate", "completionNote",
+                "cancelReason")
+
+
+def task_doc(row: Row) -> dict[str, Any]:
+    row = dict(row)
+    if isinstance(row.get("dependsOn"), list):  # a loaded row; an empty list reads as absent, like NULL
+        row["dependsOn"] = dumps(row["dependsOn"]) if row["dependsOn"] else None
+    return to_doc(row, json_cols=JSON_COLS, bool_cols=("paused",))
+
+
+def require_task(conn: Connection, task_id: Any) -> dict[str, Any]:
+    task = load_task(conn, task_id)
+    if task is None:
+        raise NotFound(f"task {task_id} does not exist")
+    return task
+
+
+def create_task(conn: Connection, *, payload: Mapping[str, Any], now: int | None = None) -> str:
+    """Insert a validated task; a task created `in_progress` starts its first work segment now."""
+    raise_failures(create_failures(conn, payload))
+    now = now or now_ms()
+    task_id = new_id("tsk")
+    status = payload.get("status") or "todo"
+    deps = list(dict.fromkeys(payload.get("dependsOn") or [])) or None
+    conn.execute(
+        "INSERT INTO tasks (id, title, description, project, tags, assignedTo, assignedToInstance, priority, status, "
+        "dependsOn, missionId, estimatedMinutes, startedAt, dueDate, createdBy, createdAt, updatedAt) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (task_id, payload["title"], payload.get("description"), payload.get("project"), dumps(payload.get("tags")),
+         payload["assignedTo"], payload.get("assignedToInstance"), payload["priority"], status, dumps(deps),
+         payload.get("missionId"), payload.get("estimatedMinutes"), now if status == "in_progress" else None,
+         payload.get("dueDate"), payload["createdBy"], now, now),
+    )
+    if status == "in_progress":
+        segments.open_segment(conn, task_id=task_id, who=payload["assignedTo"], now=now)
+    return task_id
+
+
+def get_task(conn: Connection, *, task_id: str) -> dict[str, Any] | None:
+    """The full task plus its work segments and the state of each dependency."""
+    task = load_task(conn, task_id)
+    if task is None:
+        return None
+    doc = task_doc(task)
+    doc["workSegments"] = segments.list_segments(conn, task_id=task_id)
+    deps = task["dependsOn"]
+    if deps:
+        marks = ",".join("?" for _ in deps)
+        found = {r["id"]: r for r in conn.query(f"SELECT id, title, status FROM tasks WHERE id IN ({marks})", deps)}
+        doc["dependencies"] = [
+            {"_id": d, "title": found[d]["title"], "status": found[d]["status"]} if d in found
+            else {"_id": d, "status": "missing"}
+            for d in deps
+        ]
+        # Still open = not done yet and still expected (cancelled and missing ones never will be).
+        doc["openDependencies"] = [d for d in deps if d in found and found[d]["status"] in OPEN_STATUSES]
+    else:
+        doc["dependencies"], doc["openDependencies"] = [], []
+    return doc
+
+
+def apply_fields(conn: Connection, *, task_id: str, payload: Mapping[str, Any], now: int) -> None:
+    """Set the plain (non-status) fields present in `payload`."""
+    sets, args = [], []
+    for key in PLAIN_FIELDS:
+        if payload.get(key) is not None:
+            sets.append(f"{key} = ?")
+            args.append(payload[key])
+    for key in JSON_COLS:
+        if payload.get(key) is not None:
+            value = list(dict.fromkeys(payload[key])) if key == "dependsOn" else payload[key]
+            sets.append(f"{key} = ?")
+            args.append(dumps(value))
+    sets.append("updatedAt = ?")
+    conn.execute(f"UPDATE tasks SET {', '.join(sets)} WHERE id = ?", [*args, now, task_id])
+
+
+def delete_task(conn: Connection, *, task_id: str, caller: str) -> dict[str, Any]:
+    task = load_task(conn, task_id)
+    if task is None:
+        return {"deleted": False}
+    if caller not in (SYSTEM, task["createdBy"]):
+        raise Forbidden(f"only the creator ({task['createdBy']}) or system may delete task {task_id}; "
+                        "to drop a mistaken task, cancel it with update_task status='cancelled' + cancelReason")
+    # Remove the id from other tasks' dependsOn so that no dependency dangles.
+    conn.execute(
+        "UPDATE tasks SET dependsOn = (SELECT json_group_array(value) FROM json_each(tasks.dependsOn) "
+        "WHERE value != ?1) WHERE dependsOn IS NOT NULL AND EXISTS "
+        "(SELECT 1 FROM json_each(tasks.dependsOn) WHERE value = ?1)",
+        (task_id,),
+    )
+    conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+    return {"deleted": True}
+
+
+def task_filters(*, assigned_to: str | None = None, assigned_to_instance: str | None = None,
+                 statuses: tuple[str, ...] | None = None, mission_id: str | None = None, project: str | None = None,
+                 created_by: str | None = None, updated_since: int | None = None, created_before: int | None = None,
+                 exclude_auto_generated: bool = False) -> tuple[list[str], list[Any]]:
+    where: list[str] = []
+    params: list[Any] = []
+    for column, value in (("assignedTo", assigned_to), ("assignedToInstance", assigned_to_instance),
+                          ("missionId", mission_id), ("project", project), ("createdBy", created_by)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if statuses is not None:
+        where.append(status_sql("status", statuses))
+    if updated_since is not None:
+        where.append("updatedAt >= ?")
+        params.append(updated_since)
+    if created_before is not None:
+        where.append("createdAt < ?")
+        params.append(created_before)
+    if exclude_auto_generated:
+        where.append(f"NOT {AUTO_GENERATED_SQL}")
+    return where, params
+
+
+def list_tasks(conn: Connection, *, limit: int | None, cursor: str | None, fields: str | None,
+               **filters: Any) -> dict[str, Any]:
+    """Newest-updated first. The cron filter runs in SQL, so pages are full."""
+    where, params = task_filters(**filters)
+    return keyset_page(conn, table="tasks", to_item=task_doc, where=where, params=params, sort_col="updatedAt",
+                       limit=limit, cursor=cursor, fields=fields, lite_keys=TASK_LITE)
+
+
+def list_overdue(conn: Connection, *, assigned_to: str | None, limit: int | None, cursor: str | None,
+                 fields: str | None, now: int) -> dict[str, Any]:
+    """Tasks past their dueDate that are neither done nor cancelled, most overdue first."""
+    where = ["dueDate IS NOT NULL", "dueDate < ?", status_sql("status", OPEN_STATUSES)]
+    params: list[Any] = [now]
+    if assigned_to is not None:
+        where.append("assignedTo = ?")
+        params.append(assigned_to)
+    return keyset_page(conn, table="tasks", to_item=task_doc, where=where, params=params, sort_col="dueDate",
+                       descending=False, limit=limit, default_limit=50, cursor=cursor, fields=fields,
+                       lite_keys=TASK_LITE)
+
+
+def search_tasks(conn: Connection, *, query: str, limit: int, **filters: Any) -> list[dict[str, Any]]:
+    """BM25 over title (weight 4) and description (weight 1), best first, each with a title snippet."""
+    match = fts_query(query)
+    if match is None:
+        return []
+    where, params = task_filters(**filters)
+    # Filters run inside a subquery on `tasks` alone: `title` would be ambiguous next to tasks_fts.
+    inner = "SELECT * FROM tasks" + (" WHERE " + " AND ".join(f"({c})" for c in where) if where else "")
+    rows = conn.query(
+        f"SELECT t.*, bm25(tasks_fts, 4.0, 1.0) AS rank, {snippet_sql('tasks_fts')} AS snippet "
+        f"FROM tasks_fts JOIN ({inner}) t ON t.seq = tasks_fts.rowid "
+        "WHERE tasks_fts MATCH ? ORDER BY rank LIMIT ?",
+        [*params, match, limit],
+    )
+    out = []
+    for row in rows:
+        rank, snip = row.pop("rank"), row.pop("snippet")
+        doc = task_doc(row)
+        doc["score"] = round(-rank, 6)
+        doc["snippet"] = snip
+        out.append(doc)
+    return out

@@ -1,0 +1,109 @@
+"""MCP tools for mission templates. The documented templates are seeded when the app starts."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...app import App, check_name, require_text
+from ...errors import InvalidArgument
+from ...paging import Fields
+from . import store
+
+
+class TemplateStep(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str = Field(min_length=1, max_length=500)
+    description: str = Field(max_length=20_000)
+    assignedTo: str | None = Field(default=None, min_length=1, max_length=200)
+    dependsOn: list[int] | None = Field(default=None, max_length=100, description="indexes of earlier steps")
+    tags: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(default=None, max_length=50)
+
+
+def register(app: App) -> None:
+    db = app.db
+    # Seed the documented templates once per file (a read first, so a normal start takes no write lock).
+    if db.read(store.missing_seeds):
+        db.write(store.seed_templates)
+
+    @app.tool("read")
+    def get_mission_template(name: str) -> dict[str, Any] | None:
+        """Fetch a mission template by name with all its steps; null when none has that name.
+
+        Returns `{_id, name, description, steps: [{title, description, assignedTo?, dependsOn?, tags?}],
+        stepCount, isDefault, createdBy, updatedAt}`. Seeded: issue-resolution-v3 (default),
+        issue-resolution-v2, repo-fix-v1, new-feature-v1, mission-generic-v1 and others
+        (list_mission_templates).
+        """
+        return db.read(lambda c: store.get_template(c, name=name))
+
+    @app.tool("read")
+    def list_mission_templates(
+        limit: int | None = None, cursor: str | None = None, fields: Fields = "full"
+    ) -> dict[str, Any]:
+        """List mission templates by name; paged `{items, nextCursor?}`.
+
+        `limit` default 20, clamped to 1..200. `fields="lite"` = _id, _creationTime, name, isDefault, stepCount.
+        """
+        return db.read(lambda c: store.list_templates(c, limit=limit, cursor=cursor, fields=fields))
+
+    def upsert(name: str, steps: list[TemplateStep], description: str | None, isDefault: bool | None,
+               createdBy: str | None) -> dict[str, Any]:
+        require_text(name, "name", max_bytes=200)
+        who = app.caller(createdBy, "createdBy")
+        if description is not None:
+            require_text(description, "description", max_bytes=20_000)
+        for i, step in enumerate(steps):
+            if not step.title.strip():
+                raise InvalidArgument(f"steps[{i}].title must be a non-empty string")
+            if step.assignedTo is not None:
+                check_name(step.assignedTo, f"steps[{i}].assignedTo")
+        data = [s.model_dump(exclude_none=True) for s in steps]
+        return db.write(lambda c: store.upsert_template(c, name=name.strip(), steps=data, description=description,
+                                                        is_default=isDefault, created_by=who))
+
+    doc = """Create or update (upsert by `name`) a mission template. Returns `{templateId, name, created, stepCount}`.
+
+    `steps`: ordered [{title, description, assignedTo?, dependsOn?: step indexes, tags?}]; the list
+    replaces the stored one (add, remove or reorder steps); changes apply to the next
+    instantiation. `description` and `isDefault` keep their stored value when omitted; setting
+    `isDefault: true` makes this the only default template. `createdBy` records who wrote it.
+    """
+    def update_mission_template(
+        name: str,
+        steps: Annotated[list[TemplateStep], Field(min_length=1, max_length=store.MAX_STEPS)],
+        createdBy: str | None = None,
+        description: str | None = None,
+        isDefault: bool | None = None,
+    ) -> dict[str, Any]:
+        return upsert(name, steps, description, isDefault, createdBy)
+
+    for tool_name in ("update_mission_template", "upsert_mission_template"):
+        app.tool("idempotent", name=tool_name, description=doc)(update_mission_template)
+
+    @app.tool("write")
+    def instantiate_template_into_mission(
+        templateName: str,
+        missionId: str,
+        context: dict[str, str] | None = None,
+        titlePrefix: str | None = None,
+        callerOrchestrator: str | None = None,
+    ) -> dict[str, Any]:
+        """Create one task per template step inside an existing mission; returns `{taskIds, count}`.
+
+        Each task gets the mission's id, project and priority; its assignee is the step's `assignedTo`
+        or else the mission pilot. `{{key}}` placeholders in step titles and descriptions are filled
+        from `context` (e.g. {"repo": "vantage-memory", "issueNumber": "255"}); `titlePrefix` (e.g.
+        "IRP-255") is put before every title; step dependsOn indexes become the new task ids.
+        `callerOrchestrator` is recorded as the tasks' creator (default: the mission's creator).
+        """
+        ctx = dict(context or {})
+        if len(ctx) > 100:
+            raise InvalidArgument("context holds more than 100 keys")
+        if titlePrefix is not None:
+            require_text(titlePrefix, "titlePrefix", max_bytes=200)
+        caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
+        return db.write(lambda c: store.instantiate(c, template_name=templateName, mission_id=missionId, context=ctx,
+                                                    title_prefix=titlePrefix.strip() if titlePrefix else None,
+                                                    caller=caller))
