@@ -1,0 +1,1 @@
+"""improvisation_digest: an advisory scan for fleet-state claims made without a VP-Sources footer."""
