@@ -24,7 +24,7 @@ from typing import Any
 
 API_KEY = "test-key-123"
 MODEL = "fake-embed-1"
-DIMS = 64
+DIMS = 256
 
 SYNONYMS = [
     {"car", "automobile", "vehicle", "sedan"},
@@ -77,7 +77,7 @@ class FakeEmbeddingServer:
         handler = self._handler()
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
         self.port = self._server.server_address[1]
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def stop(self) -> None:
         if self._server is not None:
@@ -146,8 +146,9 @@ class FakeEmbeddingServer:
 def embedding_settings(path, server: FakeEmbeddingServer, **overrides: Any):
     from conftest import make_settings
 
-    return make_settings(path, embeddings="openai", openai_api_key=server.api_key, openai_base_url=server.url,
-                         embedding_model=MODEL, **overrides)
+    values = {"embeddings": "openai", "openai_api_key": server.api_key, "openai_base_url": server.url,
+              "embedding_model": MODEL, **overrides}
+    return make_settings(path, **values)
 
 
 def run_embeddings(app, **kwargs: Any) -> dict[str, Any]:
