@@ -263,3 +263,34 @@ def test_doctor_prints_embedding_checks(eapp, etools, server):
     text = out.getvalue()
     assert "embedding model: configured fake-embed-1; on file: fake-embed-1 (256 dims, 1 vectors)" in text
     assert "embedding endpoint: reachable, 256 dimensions" in text and API_KEY not in text
+
+
+def test_scheduler_runs_the_registered_jobs(eapp, etools, server):
+    from vantage_peers.scheduler import Scheduler
+
+    put(etools, "scheduled embedding")
+    results = Scheduler(eapp).run_once()  # one tick, run directly (no thread, no sleeping)
+    assert results["embeddings"] == {"embedded": 1, "failed": 0}
+    assert results["memory-expiry"] == 0
+    assert eapp.db.read(vectors.count) == 1
+
+
+def test_embeddings_off_means_no_provider_and_no_worker(app, tools):
+    put(tools, "no key configured")
+    assert dict(app.jobs)["embeddings"]() == {"embedded": 0, "failed": 0, "skipped": "embeddings are off"}
+    assert app.db.read(lambda c: c.scalar("SELECT count(*) FROM embeddingJobs")) == 1  # kept for later
+
+
+def test_cli_reindex_shows_progress(eapp, etools, server, db_path, tmp_path, monkeypatch, capsys):
+    from vantage_peers.cli import main
+
+    for i in range(5):
+        put(etools, f"cli reindex {i}")
+    monkeypatch.chdir(tmp_path)  # no stray .env
+    for key, value in {"VP_DB_PATH": str(db_path), "OPENAI_API_KEY": API_KEY, "OPENAI_BASE_URL": server.url,
+                       "VP_EMBEDDING_MODEL": MODEL, "VP_EMBEDDINGS": "openai"}.items():
+        monkeypatch.setenv(key, value)
+    assert main(["reindex"]) == 0
+    err = capsys.readouterr().err
+    assert "reindex fake-embed-1:" in err and "5/5 100%" in err and "0/5 0%" in err
+    assert eapp.db.read(vectors.count) == 5
