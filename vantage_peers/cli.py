@@ -28,6 +28,19 @@ def _run_stdio() -> int:
     return 0
 
 
+def _reindex() -> int:
+    from .db import open_database
+    from .domains.memory.maintenance import reindex
+    from .settings import Settings
+
+    settings = Settings.from_env()
+    db = open_database(settings)
+    try:
+        return reindex(settings, db)
+    finally:
+        db.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="vantage-peers",
@@ -36,12 +49,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"vantage-peers {__version__}")
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("doctor", help="print the settings in force and check them; exits non-zero on a failed check")
+    sub.add_parser("reindex", help="re-embed every memory with the configured model (progress on stderr)")
     args = parser.parse_args(argv)
     try:
         if args.command == "doctor":
             from .doctor import run_doctor
 
             return run_doctor()
+        if args.command == "reindex":
+            return _reindex()
         return _run_stdio()
     except KeyboardInterrupt:
         return 130

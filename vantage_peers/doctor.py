@@ -116,6 +116,17 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
         fail("schema version", f"file at {current_version(db)}, code expects {latest}")
 
     try:
+        from .domains.memory.maintenance import doctor_checks
+
+        for status, label, detail in doctor_checks(settings, db):
+            if status == "FAIL":
+                fail(label, detail)
+            else:
+                line(status, label, detail)
+    except Exception as exc:  # noqa: BLE001
+        fail("embeddings", str(exc))
+
+    try:
         from .server import create_app
 
         app = create_app(settings)

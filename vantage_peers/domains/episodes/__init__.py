@@ -1,0 +1,1 @@
+"""Episodes: structured event records stored as memories of type `episode`."""

@@ -1,0 +1,111 @@
+"""MCP tools for episodes: structured event records stored as memories of type `episode`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...app import App, require_text
+from ...ids import now_ms
+from ...paging import Fields, clamp_limit
+from ..memory import search
+from ..memory import store as memories
+from ..memory.models import EPISODE_FIELDS, SEVERITIES, SeverityArg, check_choice
+from ..memory.services import services
+
+MAX_QUERY_BYTES = 32_768
+EPISODE = ["episode"]
+
+
+def register(app: App) -> None:
+    db = app.db
+    svc = services(app)
+
+    def run_search(query: Any, namespace: str | None, limit: int | None, *, semantic: bool) -> dict[str, Any]:
+        text = require_text(query, "query", max_bytes=MAX_QUERY_BYTES)
+        scope = memories.scope_of(namespace)
+        size = clamp_limit(limit, search.DEFAULT_LIMIT, search.MAX_LIMIT)
+        now = now_ms()
+        if not semantic:
+            return db.read(lambda c: search.text_search(
+                c, query=text, scope=scope, types=EPISODE, include_superseded=False, limit=size, now=now,
+                shape=memories.episode_doc))
+        vector, reason = svc.query_vector(db, text)
+        return db.read(lambda c: search.hybrid(
+            c, query=text, vector=vector, reason=reason, scope=scope, types=EPISODE, include_superseded=False,
+            limit=size, now=now, shape=memories.episode_doc, use_keyword=False))
+
+    @app.tool("write")
+    def store_episode(
+        namespace: str,
+        context: str,
+        goal: str,
+        action: str,
+        outcome: str,
+        insight: str,
+        severity: SeverityArg,
+        createdBy: str | None = None,
+    ) -> dict[str, Any]:
+        """Store a structured episode (context → goal → action → outcome → insight, with a severity).
+
+        Store one after any failure, non-obvious gotcha or non-obvious success. `severity`:
+        minor|low (small, easily recovered), medium, major|high (significant failure or lost
+        time), critical (data-loss risk, production incident, blocker). The episode is a memory
+        of type `episode`: found by recall and the episode searches. Returns `{memoryId}`.
+        """
+        who = app.caller(createdBy, "createdBy")
+        ns = memories.check_namespace(namespace)
+        values = {"context": context, "goal": goal, "action": action, "outcome": outcome, "insight": insight}
+        payload = {name: require_text(values[name], name, max_bytes=memories.MAX_CONTENT_BYTES)
+                   for name in EPISODE_FIELDS}
+        payload["severity"] = check_choice(severity, "severity", SEVERITIES)
+        content = memories.render_episode(payload)
+        require_text(content, "episode", max_bytes=memories.MAX_CONTENT_BYTES)
+        return db.write(lambda c: memories.store_memory(
+            c, namespace=ns, type="episode", content=content, created_by=who, episode=payload))
+
+    @app.tool("read")
+    def get_episode(memoryId: str) -> dict[str, Any] | None:
+        """Fetch one episode by its memory id, with its structured fields; null when it is not an episode."""
+        row = db.read(lambda c: memories.get_memory(c, memory_id=memoryId))
+        if row is None or row["type"] != "episode":
+            return None
+        return memories.episode_doc(row)
+
+    @app.tool("read")
+    def list_episodes(
+        namespace: str | None = None,
+        orchestrator: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        fields: Fields = "full",
+    ) -> dict[str, Any]:
+        """List episodes newest first, optionally of one `namespace` (or `prefix/*`) and one author.
+
+        `orchestrator` filters on who stored the episode (createdBy). Archived and expired
+        episodes are skipped. Paged: `{items, nextCursor?}`; pass `nextCursor` back as `cursor`
+        until it is absent. `limit` default 20, clamped to 1..200; `fields="lite"` = _id,
+        _creationTime, namespace, createdBy, severity, insight.
+        """
+        scope = memories.scope_of(namespace)
+        author = orchestrator or None
+        return db.read(lambda c: memories.list_memories(
+            c, scope=scope, created_by=author, limit=limit, cursor=cursor, fields=fields, episodes=True))
+
+    @app.tool("read")
+    def search_episodes_by_keyword(query: str, namespace: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """BM25 full-text search restricted to episodes (every field is searchable), best first.
+
+        Same rules and result as text_search (`{mode, match, items}`, `score`, `snippet`), with
+        each item shaped as an episode. `limit` default 10, max 200.
+        """
+        return run_search(query, namespace, limit, semantic=False)
+
+    @app.tool("read")
+    def search_episodes_by_semantic(query: str, namespace: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """Search episodes by meaning: cosine similarity of embeddings, most similar first.
+
+        Returns `{mode: "semantic", items}` with `similarity` per item. Without an embedding
+        (no key, endpoint down) it answers from BM25 with `mode: "keyword"` and a `reason`.
+        `limit` default 10, max 200.
+        """
+        return run_search(query, namespace, limit, semantic=True)

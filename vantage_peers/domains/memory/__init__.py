@@ -1,0 +1,1 @@
+"""Memories: typed, namespaced knowledge with hybrid (BM25 + vector) recall."""

@@ -1,0 +1,102 @@
+"""Embedding maintenance for the CLI: the `doctor` checks and `vantage-peers reindex`."""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from ...db import Database
+from ...search import vectors
+from ...search.embeddings import EmbeddingError, embedder_for
+from . import indexer
+
+PROBE_TIMEOUT_S = 10.0
+
+
+def doctor_checks(settings: Any, db: Database) -> list[tuple[str, str, str]]:
+    """(status, label, detail) lines: recorded vs configured model, endpoint reachable, queue health."""
+    out: list[tuple[str, str, str]] = []
+    embedder = embedder_for(settings)
+    rec = db.read(vectors.recorded)
+    on_file = f"{rec.model} ({rec.dimensions} dims, {db.read(vectors.count)} vectors)" if rec else "none yet"
+    if embedder is None:
+        out.append(("ok", "embeddings", f"off (keyword search only); vectors on file: {on_file}"))
+    else:
+        problem = db.read(lambda c: vectors.mismatch(c, embedder.model, embedder.dimensions))
+        if problem:
+            out.append(("FAIL", "embedding model", problem))
+        else:
+            out.append(("ok", "embedding model", f"configured {embedder.model}; on file: {on_file}"))
+        try:
+            probe = embedder.embed(["vantage-peers doctor probe"], timeout=PROBE_TIMEOUT_S)[0]
+            if rec is not None and len(probe) != rec.dimensions:
+                out.append(("FAIL", "embedding endpoint",
+                            f"returns {len(probe)} dimensions, file holds {rec.dimensions}; run `vantage-peers reindex`"))
+            else:
+                out.append(("ok", "embedding endpoint", f"reachable, {len(probe)} dimensions"))
+        except EmbeddingError as exc:
+            out.append(("FAIL", "embedding endpoint", f"{settings.openai_base_url or 'api.openai.com'}: {exc}"))
+    queue = db.read(indexer.pending)
+    if queue["pending"] and embedder is not None:
+        detail = f"{queue['pending']} memories waiting to be embedded"
+        if queue.get("maxAttempts"):
+            detail += f" (up to {queue['maxAttempts']} failed attempts; last error: {queue.get('lastError')})"
+        out.append(("WARN" if queue.get("maxAttempts") else "ok", "embedding queue", detail))
+    return out
+
+
+def reindex(settings: Any, db: Database, *, err: TextIO | None = None, max_failures: int = 5,
+            pause: Callable[[float], None] = time.sleep) -> int:
+    """Drop every vector, queue every memory and embed them all now, with a progress bar on `err`.
+
+    Returns a process exit code: 0 when everything was embedded, 1 when the endpoint kept failing
+    (the remaining jobs stay queued for the server's background worker).
+    """
+    err = err or sys.stderr
+    embedder = embedder_for(settings)
+    if embedder is None:
+        err.write("vantage-peers reindex: embeddings are off; set OPENAI_API_KEY or OPENAI_BASE_URL "
+                  "(or VP_EMBEDDINGS=openai) first\n")
+        return 2
+    total = db.write(indexer.reset_all)
+    owner = f"reindex-{uuid.uuid4().hex[:8]}"
+    done, failures = 0, 0
+
+    def bar() -> None:
+        width = 30
+        filled = width if total == 0 else int(width * done / total)
+        pct = 100 if total == 0 else int(100 * done / total)
+        err.write(f"\rreindex {embedder.model}: [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {pct}%")
+        err.flush()
+
+    def progress(n: int) -> None:
+        nonlocal done
+        done += n
+        bar()
+
+    bar()
+    while done < total:
+        result = indexer.embed_pending(db, embedder, owner=owner, budget_s=3600, on_progress=progress)
+        if result.get("skipped"):
+            err.write(f"\nvantage-peers reindex: {result['skipped']}\n")
+            return 1
+        if result.get("error"):
+            failures += 1
+            if failures >= max_failures:
+                err.write(f"\nvantage-peers reindex: the endpoint keeps failing ({result['error']}); "
+                          f"{total - done} memories stay queued for the background worker\n")
+                return 1
+            pause(min(2**failures, 30))
+            # A person is waiting: retry now rather than after the background backoff.
+            db.write(lambda c: c.execute("UPDATE embeddingJobs SET nextAttemptAt = 0 WHERE leaseOwner IS NULL"))
+        elif result["embedded"] == 0:
+            break  # what is left is leased by a server process, or refused item by item
+    err.write("\n")
+    left = db.read(indexer.pending)["pending"]
+    if left:
+        err.write(f"vantage-peers reindex: {left} memories are not embedded yet (see `vantage-peers doctor`)\n")
+        return 1
+    return 0

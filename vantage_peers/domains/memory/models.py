@@ -1,0 +1,78 @@
+"""Argument models and enums for memories and episodes.
+
+Enum-valued arguments are declared as strings whose JSON schema carries the `enum`, and are
+checked in `check_choice`: agents see the allowed values in `tools/list`, and a wrong value gets
+`INVALID_ARGUMENT: type must be one of …` instead of a raw validation dump.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, WithJsonSchema
+
+from ...errors import InvalidArgument
+
+# Spec §1.22: the union of both documented sets.
+MEMORY_TYPES = ("user", "feedback", "project", "reference", "episode", "fact", "decision", "architecture",
+                "note", "warning", "procedure", "observation")
+RELATION_TYPES = ("updates", "extends", "derives", "references", "contradicts")
+SEVERITIES = ("minor", "major", "critical", "low", "medium", "high")
+EPISODE_FIELDS = ("context", "goal", "action", "outcome", "insight")
+
+
+def _enum(values: tuple[str, ...], description: str) -> WithJsonSchema:
+    return WithJsonSchema({"type": "string", "enum": list(values), "description": description})
+
+
+MemoryTypeArg = Annotated[str, _enum(MEMORY_TYPES, "Memory type")]
+RelationTypeArg = Annotated[str, _enum(RELATION_TYPES, "updates archives the target; the others only link")]
+SeverityArg = Annotated[str, _enum(SEVERITIES, "minor/low < medium < major/high < critical")]
+TypeFilterArg = Annotated[
+    str | list[str] | None,
+    WithJsonSchema({
+        "anyOf": [
+            {"type": "string", "enum": list(MEMORY_TYPES)},
+            {"type": "array", "items": {"type": "string", "enum": list(MEMORY_TYPES)}},
+            {"type": "null"},
+        ],
+        "default": None,
+        "description": "Only these memory types (one or a list)",
+    }),
+]
+
+
+def check_choice(value: Any, field: str, allowed: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise InvalidArgument(f"{field} must be one of {', '.join(allowed)}; got {value!r}")
+    return value
+
+
+def check_types(value: str | list[str] | None, field: str = "type") -> list[str] | None:
+    """A type filter: one type or a list of them; None means every type."""
+    if value is None:
+        return None
+    values = [value] if isinstance(value, str) else list(value)
+    if not values:
+        return None
+    return list(dict.fromkeys(check_choice(v, field, MEMORY_TYPES) for v in values))
+
+
+class Relation(BaseModel):
+    """A typed edge from the new memory to an existing one."""
+
+    model_config = ConfigDict(extra="forbid")
+    targetId: str
+    type: RelationTypeArg
+
+
+class Episode(BaseModel):
+    """The structured payload of an episode (backend form of store_memory's `episode`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    context: str
+    goal: str
+    action: str
+    outcome: str
+    insight: str
+    severity: SeverityArg | None = None

@@ -1,0 +1,169 @@
+"""recall, text_search, hybrid_search and the episode searches, over one read snapshot.
+
+- Keyword ranker: FTS5 BM25 over `memories_fts`; the namespace filter is a token of the FTS row
+  (`nsKey`), so BM25 is computed only for rows in scope.
+- Vector ranker: KNN in the vec0 table (see search/vectors.py), namespace as partition key.
+- Fusion: Reciprocal Rank Fusion, k = 60. Each hit says which rankers found it (`matchedBy`), its
+  rank in each (`ranks`), and `similarity` (1 - cosine distance) when the vector ranker found it.
+The query vector is computed by the caller before the read (the network never runs inside a
+transaction); `vector=None` means keyword mode, with the reason reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...db import Connection, Row
+from ...paging import fit_envelope
+from ...search import vectors
+from ...search.fts import fts_query, snippet_sql
+from ...search.fusion import rrf
+from ...search.vectors import Scope
+from .store import LIVE, memory_doc, scope_sql
+
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 200
+Shape = Callable[[Row], dict[str, Any]]
+
+
+def depth_for(limit: int) -> int:
+    """Candidates each ranker contributes before fusion."""
+    return min(max(limit * 3, 30), 600)
+
+
+def _ns_token(scope: Scope) -> str:
+    token = '"n' + scope.value.encode("utf-8").hex().upper() + '"'
+    return token + "*" if scope.kind == "prefix" else token
+
+
+def fts_match(query: str, scope: Scope | None, mode: str) -> str | None:
+    """The MATCH expression: the user's words (quoted) in `content`, plus the namespace token."""
+    words = fts_query(query, mode="or" if mode == "or" else "and")
+    if words is None:
+        return None
+    expr = f"content : ({words})"
+    if scope is not None:
+        expr = f"nsKey : {_ns_token(scope)} AND {expr}"
+    return expr
+
+
+def _filters(scope: Scope | None, types: Sequence[str] | None, include_superseded: bool, now: int,
+             alias: str = "m") -> tuple[list[str], list[Any]]:
+    where, params = scope_sql(scope, f"{alias}.namespace")
+    where.append(LIVE.replace("expiresAt", f"{alias}.expiresAt"))
+    params.append(now)
+    if not include_superseded:
+        where.append(f"{alias}.isLatest = 1")
+    if types:
+        where.append(f"{alias}.type IN ({','.join('?' for _ in types)})")
+        params.extend(types)
+    return where, params
+
+
+def keyword_hits(conn: Connection, *, query: str, scope: Scope | None, types: Sequence[str] | None,
+                 include_superseded: bool, now: int, limit: int, mode: str = "and") -> list[Row]:
+    """Rows best BM25 first, each with `rank` (lower is better) and `snippet`."""
+    match = fts_match(query, scope, mode)
+    if match is None:
+        return []
+    where, params = _filters(scope, types, include_superseded, now)
+    return conn.query(
+        f"SELECT m.*, bm25(memories_fts, 1.0, 0.0) AS rank, {snippet_sql('memories_fts')} AS snippet "
+        "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND {' AND '.join(where)} ORDER BY rank LIMIT ?",
+        [match, *params, limit],
+    )
+
+
+def _finish(items: list[dict[str, Any]], envelope: dict[str, Any]) -> dict[str, Any]:
+    fit = fit_envelope(items, extra={k: v for k, v in envelope.items() if k != "items"})
+    envelope["items"] = items[:fit]
+    if fit < len(items):
+        envelope["truncated"] = True
+    return envelope
+
+
+def text_search(conn: Connection, *, query: str, scope: Scope | None, types: Sequence[str] | None,
+                include_superseded: bool, limit: int, now: int, shape: Shape = memory_doc) -> dict[str, Any]:
+    """BM25 search: rows holding every word; when none do, rows holding any of them."""
+    args = dict(query=query, scope=scope, types=types, include_superseded=include_superseded, now=now, limit=limit)
+    rows, match = keyword_hits(conn, **args, mode="and"), "all"
+    if not rows and len(query.split()) > 1:
+        rows, match = keyword_hits(conn, **args, mode="or"), "any"
+    items = []
+    for row in rows:
+        rank, snippet = row.pop("rank"), row.pop("snippet")
+        doc = shape(row)
+        doc["score"] = round(-rank, 6)
+        doc["snippet"] = snippet
+        items.append(doc)
+    return _finish(items, {"mode": "keyword", "match": match, "items": items})
+
+
+def vector_hits(conn: Connection, vector: Sequence[float], *, scope: Scope | None, types: Sequence[str] | None,
+                include_superseded: bool, now: int, k: int) -> list[tuple[int, float]]:
+    if not vectors.table_exists(conn):
+        return []
+    return vectors.knn(conn, vector, k=k, scope=scope, types=types, include_superseded=include_superseded, now=now)
+
+
+def _rows_by_seq(conn: Connection, seqs: list[int], where: list[str], params: list[Any]) -> dict[int, Row]:
+    if not seqs:
+        return {}
+    marks = ",".join("?" for _ in seqs)
+    rows = conn.query(f"SELECT m.* FROM memories m WHERE m.seq IN ({marks}) AND {' AND '.join(where)}",
+                      [*seqs, *params])
+    return {row["seq"]: row for row in rows}
+
+
+def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reason: str | None,
+           scope: Scope | None, types: Sequence[str] | None, include_superseded: bool, limit: int, now: int,
+           shape: Shape = memory_doc, use_keyword: bool = True) -> dict[str, Any]:
+    """Fuse BM25 and KNN by RRF; keyword mode (with `reason`) when there is no query vector.
+
+    `use_keyword=False` is the semantic-only ranking (cosine order) of search_episodes_by_semantic,
+    which still answers from BM25 when no vector is available.
+    """
+    depth = depth_for(limit)
+    kw_rows: dict[int, Row] = {}
+    if use_keyword or vector is None:
+        for row in keyword_hits(conn, query=query, scope=scope, types=types,
+                                include_superseded=include_superseded, now=now, limit=depth, mode="or"):
+            kw_rows[row["seq"]] = row
+    distances: dict[int, float] = {}
+    if vector is not None:
+        distances = dict(vector_hits(conn, vector, scope=scope, types=types,
+                                     include_superseded=include_superseded, now=now, k=depth))
+    lists: dict[str, list[int]] = {}
+    if kw_rows:
+        lists["keyword"] = list(kw_rows)
+    if distances:
+        lists["vector"] = list(distances)
+    fused = rrf(lists)
+    where, params = _filters(scope, types, include_superseded, now)
+    rows = _rows_by_seq(conn, [f.key for f in fused if f.key not in kw_rows], where, params)
+    items: list[dict[str, Any]] = []
+    for hit in fused:
+        row = kw_rows.get(hit.key) or rows.get(hit.key)
+        if row is None:  # vector row of a memory that left the scope since it was indexed
+            continue
+        row = dict(row)
+        snippet = row.pop("snippet", None)
+        row.pop("rank", None)
+        doc = shape(row)
+        doc["score"] = round(hit.score, 6)
+        doc["matchedBy"] = hit.matched_by
+        doc["ranks"] = hit.ranks
+        if hit.key in distances:
+            doc["similarity"] = round(1.0 - distances[hit.key], 6)
+        if snippet is not None:
+            doc["snippet"] = snippet
+        items.append(doc)
+        if len(items) >= limit:
+            break
+    if vector is None:
+        envelope: dict[str, Any] = {"mode": "keyword", "reason": reason or "no query embedding", "items": items}
+    else:
+        envelope = {"mode": "hybrid" if use_keyword else "semantic", "items": items}
+    return _finish(items, envelope)

@@ -1,0 +1,86 @@
+"""Per-app embedding state: the provider, a query-vector cache, and a circuit breaker.
+
+A query embeds synchronously with a short timeout. When that fails, searches answer from BM25 and
+the breaker keeps later queries from waiting on a dead endpoint for `COOLDOWN_S`; the background
+indexer is not affected (it has its own per-job backoff).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+import weakref
+from collections import OrderedDict
+from typing import Any
+
+from ...search import vectors
+from ...search.embeddings import Embedder, EmbeddingError, embedder_for
+
+QUERY_TIMEOUT_S = 3.0
+COOLDOWN_S = 30.0
+CACHE_SIZE = 256
+
+
+class MemoryServices:
+    def __init__(self, settings: Any) -> None:
+        self.embedder: Embedder | None = embedder_for(settings)
+        self.owner = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"  # lease owner for embedding jobs
+        self.query_timeout = QUERY_TIMEOUT_S
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, list[float]] = OrderedDict()
+        self._down_until = 0.0
+        self._down_reason = ""
+
+    def query_vector(self, db: Any, text: str) -> tuple[list[float] | None, str | None]:
+        """(vector, None) for hybrid search, or (None, why keyword mode) — never raises."""
+        embedder = self.embedder
+        if embedder is None:
+            return None, "embeddings are off (no API key or base URL, or VP_EMBEDDINGS=none)"
+
+        def state(conn) -> str | None:
+            if conn.vec_version is None:
+                return "the sqlite-vec extension is not available"
+            if not vectors.table_exists(conn):
+                return "no memory has been embedded yet"
+            return vectors.mismatch(conn, embedder.model, embedder.dimensions)
+
+        problem = db.read(state)
+        if problem:
+            return None, problem
+        with self._lock:
+            if text in self._cache:
+                self._cache.move_to_end(text)
+                return self._cache[text], None
+            if time.monotonic() < self._down_until:
+                return None, f"embedding endpoint unavailable ({self._down_reason}); retrying shortly"
+        try:
+            vector = embedder.embed([text], timeout=self.query_timeout)[0]
+        except EmbeddingError as exc:
+            with self._lock:
+                self._down_until = time.monotonic() + COOLDOWN_S
+                self._down_reason = str(exc)
+            return None, f"embedding endpoint unavailable ({exc})"
+        recorded = db.read(vectors.recorded)
+        if recorded is not None and len(vector) != recorded.dimensions:
+            return None, (f"the endpoint returns {len(vector)}-dimensional vectors but the file holds "
+                          f"{recorded.dimensions}; run `vantage-peers reindex`")
+        with self._lock:
+            self._down_until = 0.0
+            self._cache[text] = vector
+            if len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return vector, None
+
+
+_services: weakref.WeakKeyDictionary[Any, MemoryServices] = weakref.WeakKeyDictionary()
+_services_lock = threading.Lock()
+
+
+def services(app: Any) -> MemoryServices:
+    with _services_lock:
+        found = _services.get(app)
+        if found is None:
+            found = _services[app] = MemoryServices(app.settings)
+        return found

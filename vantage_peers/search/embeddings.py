@@ -1,0 +1,116 @@
+"""Embedding providers: any OpenAI-compatible `/embeddings` endpoint through the `openai` client.
+
+The client is imported lazily (only a process that embeds pays for it). Retries are ours, not the
+client's (`max_retries=0`): the background indexer backs off per job, and a query falls back to
+keyword search at once instead of waiting through the client's retry loop.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+# text-embedding-3-* accept 8,191 tokens. Without a tokenizer we cut at a character count that
+# stays under that for ordinary text (≈3 characters per token at worst for prose and code).
+MAX_INPUT_CHARS = 24_000
+BATCH_TIMEOUT_S = 30.0  # spec §27.9: an embedding call times out after 30,000 ms
+# Endpoints that refuse `input` items with this status refuse the item, not the whole batch; the
+# indexer then embeds that batch one item at a time so a single bad memory cannot block the rest.
+PER_ITEM_STATUSES = frozenset({400, 413, 422})
+# A key is mandatory for the openai client; keyless local servers (Ollama, LM Studio) ignore it.
+KEYLESS_PLACEHOLDER = "unused"
+
+
+class EmbeddingError(Exception):
+    """The endpoint could not embed; `status` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Embedder(Protocol):
+    model: str
+    dimensions: int | None
+
+    def embed(self, texts: Sequence[str], *, timeout: float) -> list[list[float]]: ...
+
+
+def prepare(text: str) -> str:
+    """The text sent to the model: bounded in length, never empty."""
+    text = text[:MAX_INPUT_CHARS]
+    return text if text.strip() else "."
+
+
+def check_vectors(vectors: list[list[float]], count: int) -> list[list[float]]:
+    """Refuse malformed responses: wrong count, ragged or empty vectors, NaN or infinity."""
+    if len(vectors) != count:
+        raise EmbeddingError(f"the endpoint returned {len(vectors)} embeddings for {count} inputs")
+    dims = {len(v) for v in vectors}
+    if len(dims) > 1 or 0 in dims:
+        raise EmbeddingError(f"the endpoint returned vectors of inconsistent sizes {sorted(dims)}")
+    for vec in vectors:
+        if not all(isinstance(x, int | float) and math.isfinite(x) for x in vec):
+            raise EmbeddingError("the endpoint returned a vector with non-numeric or non-finite values")
+    return vectors
+
+
+class OpenAIEmbedder:
+    """`client.embeddings.create` against OpenAI or any compatible server."""
+
+    def __init__(self, *, model: str, api_key: str | None, base_url: str | None, dimensions: int | None) -> None:
+        self.model = model
+        self.dimensions = dimensions
+        self.base_url = base_url
+        self._api_key = api_key or KEYLESS_PLACEHOLDER
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def _get_client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                import openai  # lazy: importing openai costs ~0.3 s
+
+                self._client = openai.OpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=0)
+            return self._client
+
+    def embed(self, texts: Sequence[str], *, timeout: float = BATCH_TIMEOUT_S) -> list[list[float]]:
+        if not texts:
+            return []
+        import openai
+
+        args: dict[str, Any] = {"model": self.model, "input": [prepare(t) for t in texts], "encoding_format": "float"}
+        if self.dimensions:
+            args["dimensions"] = self.dimensions
+        try:
+            response = self._get_client().with_options(timeout=timeout).embeddings.create(**args)
+        except openai.APIStatusError as exc:
+            raise EmbeddingError(f"HTTP {exc.status_code}: {_short(exc.message)}", status=exc.status_code) from None
+        except openai.APIError as exc:  # connection refused, timeout, malformed body
+            raise EmbeddingError(f"{type(exc).__name__}: {_short(str(exc))}") from None
+        data = sorted(response.data, key=lambda d: d.index)
+        return check_vectors([list(d.embedding) for d in data], len(texts))
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+_cache: dict[tuple[Any, ...], OpenAIEmbedder] = {}
+_cache_lock = threading.Lock()
+
+
+def embedder_for(settings: Any) -> Embedder | None:
+    """The configured provider, or None when embeddings are off (`VP_EMBEDDINGS=none`)."""
+    if settings.embeddings != "openai":
+        return None
+    key = (settings.embedding_model, settings.openai_api_key, settings.openai_base_url, settings.embedding_dimensions)
+    with _cache_lock:
+        if key not in _cache:
+            _cache[key] = OpenAIEmbedder(
+                model=settings.embedding_model, api_key=settings.openai_api_key,
+                base_url=settings.openai_base_url, dimensions=settings.embedding_dimensions,
+            )
+        return _cache[key]

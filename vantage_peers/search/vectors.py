@@ -1,0 +1,172 @@
+"""Memory vectors in a sqlite-vec `vec0` table, keyed by `memories.seq`.
+
+- `namespace` is the vec0 *partition key*: a namespaced KNN scans only that namespace's chunks,
+  and a `prefix/*` query is a range over partition keys.
+- `type`, `isLatest` and `expiresAt` are metadata columns filtered inside the KNN, so archived,
+  soft-deleted and expired memories never take a slot among the k nearest.
+- The table is created on the first successful embedding, when the dimension is known; the model
+  and dimension are recorded in `meta`. A later, different model or dimension is a mismatch:
+  nothing is written with it until `vantage-peers reindex` drops the table and re-embeds.
+- Triggers created with the table keep the metadata in step with `memories` (supersede, soft
+  delete, hard delete, content change), whoever changes the row.
+- `chunk_size` is small because vec0 allocates a whole chunk per partition: the default (1024
+  vectors × 6 KB at 1536 dims) would cost 6 MB for every namespace holding even one memory.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..db import Connection
+
+TABLE = "memories_vec"
+CHUNK_SIZE = 64
+META_MODEL = "embedding.model"
+META_DIMS = "embedding.dimensions"
+NO_EXPIRY = 1 << 62  # metadata columns cannot be NULL-compared inside a KNN; "never" is far future
+MAX_K = 4096  # vec0's own limit on k
+
+_TRIGGERS = {
+    "memories_vec_state": f"""
+        CREATE TRIGGER memories_vec_state AFTER UPDATE OF isLatest, expiresAt, type ON memories BEGIN
+            UPDATE {TABLE} SET isLatest = new.isLatest, expiresAt = coalesce(new.expiresAt, {NO_EXPIRY}),
+                type = new.type WHERE rowid = new.seq;
+        END""",
+    "memories_vec_stale": f"""
+        CREATE TRIGGER memories_vec_stale AFTER UPDATE OF content, namespace ON memories BEGIN
+            DELETE FROM {TABLE} WHERE rowid = old.seq;
+        END""",
+    "memories_vec_delete": f"""
+        CREATE TRIGGER memories_vec_delete AFTER DELETE ON memories BEGIN
+            DELETE FROM {TABLE} WHERE rowid = old.seq;
+        END""",
+}
+
+
+class ModelMismatch(Exception):
+    """The vectors on file were made by another model or have another dimension."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    model: str
+    dimensions: int
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which namespaces a query covers: one exactly, or every one under a `prefix/`."""
+
+    kind: str  # "exact" | "prefix"
+    value: str
+
+    def bounds(self) -> tuple[str, str]:
+        """[low, high) over namespace strings for a prefix (binary collation, like vec0)."""
+        return self.value, self.value[:-1] + chr(ord(self.value[-1]) + 1)
+
+
+def pack(vector: Sequence[float]) -> bytes:
+    return array("f", vector).tobytes()
+
+
+def recorded(conn: Connection) -> Recorded | None:
+    rows = {r["key"]: r["value"] for r in conn.query(
+        "SELECT key, value FROM meta WHERE key IN (?, ?)", (META_MODEL, META_DIMS))}
+    if META_MODEL not in rows or META_DIMS not in rows:
+        return None
+    return Recorded(rows[META_MODEL], int(rows[META_DIMS]))
+
+
+def table_exists(conn: Connection) -> bool:
+    return conn.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)) is not None
+
+
+def mismatch(conn: Connection, model: str, dimensions: int | None) -> str | None:
+    """Why vectors of (`model`, `dimensions`) cannot be used with this file, or None if they can."""
+    rec = recorded(conn)
+    if rec is None:
+        return None
+    if rec.model != model:
+        return f"vectors on file were made by {rec.model!r} but {model!r} is configured; run `vantage-peers reindex`"
+    if dimensions is not None and rec.dimensions != dimensions:
+        return (f"vectors on file have {rec.dimensions} dimensions but {dimensions} are configured; "
+                "run `vantage-peers reindex`")
+    return None
+
+
+def ensure(conn: Connection, model: str, dimensions: int) -> None:
+    """Create the vec0 table for (`model`, `dimensions`) on first use; refuse any other pair later."""
+    problem = mismatch(conn, model, dimensions)
+    if problem:
+        raise ModelMismatch(problem)
+    if table_exists(conn):
+        return
+    if conn.vec_version is None:
+        raise ModelMismatch("the sqlite-vec extension is not loaded; vectors cannot be stored")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE {TABLE} USING vec0 (namespace TEXT PARTITION KEY, "
+        f"embedding float[{int(dimensions)}] distance_metric=cosine, type TEXT, isLatest INTEGER, "
+        f"expiresAt INTEGER, chunk_size={CHUNK_SIZE})"
+    )
+    for sql in _TRIGGERS.values():
+        conn.execute(sql)
+    conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                     [(META_MODEL, model), (META_DIMS, str(int(dimensions)))])
+
+
+def drop(conn: Connection) -> None:
+    """Forget every vector and the recorded model (reindex starts from here)."""
+    for name in _TRIGGERS:
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+    if table_exists(conn):
+        conn.execute(f"DROP TABLE {TABLE}")
+    conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (META_MODEL, META_DIMS))
+
+
+def upsert(conn: Connection, rows: Sequence[tuple[int, str, str, int, int | None, Sequence[float]]]) -> None:
+    """(seq, namespace, type, isLatest, expiresAt, vector) rows; replaces any earlier vector."""
+    if not rows:
+        return
+    conn.executemany(f"DELETE FROM {TABLE} WHERE rowid = ?", [(r[0],) for r in rows])
+    conn.executemany(
+        f"INSERT INTO {TABLE} (rowid, namespace, type, isLatest, expiresAt, embedding) VALUES (?, ?, ?, ?, ?, ?)",
+        [(seq, ns, typ, int(latest), NO_EXPIRY if exp is None else exp, pack(vec))
+         for seq, ns, typ, latest, exp, vec in rows],
+    )
+
+
+def count(conn: Connection) -> int:
+    return int(conn.scalar(f"SELECT count(*) FROM {TABLE}")) if table_exists(conn) else 0
+
+
+def knn(
+    conn: Connection,
+    vector: Sequence[float],
+    *,
+    k: int,
+    scope: Scope | None,
+    types: Sequence[str] | None,
+    include_superseded: bool,
+    now: int,
+) -> list[tuple[int, float]]:
+    """The k nearest live memories as (seq, cosine distance), nearest first."""
+    clauses = ["embedding MATCH ?", "k = ?", "expiresAt > ?"]
+    params: list[object] = [pack(vector), max(1, min(k, MAX_K)), now]
+    if scope is not None and scope.kind == "exact":
+        clauses.append("namespace = ?")
+        params.append(scope.value)
+    elif scope is not None:
+        low, high = scope.bounds()
+        clauses.append("namespace >= ? AND namespace < ?")
+        params.extend([low, high])
+    if not include_superseded:
+        clauses.append("isLatest = 1")
+    if types:
+        clauses.append(f"type IN ({','.join('?' for _ in types)})")
+        params.extend(types)
+    rows = conn.raw.execute(
+        f"SELECT rowid, distance FROM {TABLE} WHERE {' AND '.join(clauses)} ORDER BY distance", params
+    ).fetchall()
+    return [(int(seq), float(dist)) for seq, dist in rows]
