@@ -1,4 +1,8 @@
-"""Memory vectors in a sqlite-vec `vec0` table, keyed by `memories.seq`.
+"""Vectors in sqlite-vec `vec0` tables, one per embedded table, keyed by the source row's `seq`.
+
+`VecTable` describes one such table (its columns and the triggers that keep it in step with its
+source rows); the model and dimension recorded in `meta` hold for every table of the file. The
+module-level functions default to `MEMORIES`, the memory vectors:
 
 - `namespace` is the vec0 *partition key*: a namespaced KNN scans only that namespace's chunks,
   and a `prefix/*` query is a range over partition keys.
@@ -16,8 +20,8 @@
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from ..db import Connection
 
@@ -43,6 +47,28 @@ _TRIGGERS = {
             DELETE FROM {TABLE} WHERE rowid = old.seq;
         END""",
 }
+
+
+@dataclass(frozen=True)
+class VecTable:
+    """One vec0 table: non-vector columns (DDL and names, in insert order) and its triggers.
+
+    The triggers live on the source table and are created with the vec0 table (it exists only
+    once the dimension is known), and dropped with it.
+    """
+
+    name: str
+    label: str  # what one row is, for messages: "memory", "fix pattern"
+    columns_ddl: str
+    columns: tuple[str, ...]
+    triggers: Mapping[str, str] = field(default_factory=dict)
+
+
+MEMORIES = VecTable(
+    name=TABLE, label="memory",
+    columns_ddl="namespace TEXT PARTITION KEY, type TEXT, isLatest INTEGER, expiresAt INTEGER",
+    columns=("namespace", "type", "isLatest", "expiresAt"), triggers=_TRIGGERS,
+)
 
 
 class ModelMismatch(Exception):
@@ -79,8 +105,8 @@ def recorded(conn: Connection) -> Recorded | None:
     return Recorded(rows[META_MODEL], int(rows[META_DIMS]))
 
 
-def table_exists(conn: Connection) -> bool:
-    return conn.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)) is not None
+def table_exists(conn: Connection, table: VecTable = MEMORIES) -> bool:
+    return conn.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table.name,)) is not None
 
 
 def mismatch(conn: Connection, model: str, dimensions: int | None) -> str | None:
@@ -96,49 +122,67 @@ def mismatch(conn: Connection, model: str, dimensions: int | None) -> str | None
     return None
 
 
-def ensure(conn: Connection, model: str, dimensions: int) -> None:
-    """Create the vec0 table for (`model`, `dimensions`) on first use; refuse any other pair later."""
+def ensure(conn: Connection, model: str, dimensions: int, table: VecTable = MEMORIES) -> None:
+    """Create `table` for (`model`, `dimensions`) on first use; refuse any other pair later."""
     problem = mismatch(conn, model, dimensions)
     if problem:
         raise ModelMismatch(problem)
-    if table_exists(conn):
+    if table_exists(conn, table):
         return
     if conn.vec_version is None:
         raise ModelMismatch("the sqlite-vec extension is not loaded; vectors cannot be stored")
     conn.execute(
-        f"CREATE VIRTUAL TABLE {TABLE} USING vec0 (namespace TEXT PARTITION KEY, "
-        f"embedding float[{int(dimensions)}] distance_metric=cosine, type TEXT, isLatest INTEGER, "
-        f"expiresAt INTEGER, chunk_size={CHUNK_SIZE})"
+        f"CREATE VIRTUAL TABLE {table.name} USING vec0 ({table.columns_ddl}, "
+        f"embedding float[{int(dimensions)}] distance_metric=cosine, chunk_size={CHUNK_SIZE})"
     )
-    for sql in _TRIGGERS.values():
+    for sql in table.triggers.values():
         conn.execute(sql)
     conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                      [(META_MODEL, model), (META_DIMS, str(int(dimensions)))])
 
 
-def drop(conn: Connection) -> None:
-    """Forget every vector and the recorded model (reindex starts from here)."""
-    for name in _TRIGGERS:
-        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
-    if table_exists(conn):
-        conn.execute(f"DROP TABLE {TABLE}")
+def drop(conn: Connection, tables: Sequence[VecTable] = (MEMORIES,)) -> None:
+    """Forget every vector of `tables` and the recorded model (reindex starts from here)."""
+    for table in tables:
+        for name in table.triggers:
+            conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+        if table_exists(conn, table):
+            conn.execute(f"DROP TABLE {table.name}")
     conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (META_MODEL, META_DIMS))
 
 
-def upsert(conn: Connection, rows: Sequence[tuple[int, str, str, int, int | None, Sequence[float]]]) -> None:
-    """(seq, namespace, type, isLatest, expiresAt, vector) rows; replaces any earlier vector."""
+def replace(conn: Connection, table: VecTable, rows: Sequence[tuple[int, Sequence[object], Sequence[float]]]) -> None:
+    """(seq, column values in `table.columns` order, vector) rows; replaces any earlier vector."""
     if not rows:
         return
-    conn.executemany(f"DELETE FROM {TABLE} WHERE rowid = ?", [(r[0],) for r in rows])
+    names = ", ".join(table.columns)
+    marks = ", ".join("?" for _ in table.columns)
+    conn.executemany(f"DELETE FROM {table.name} WHERE rowid = ?", [(r[0],) for r in rows])
     conn.executemany(
-        f"INSERT INTO {TABLE} (rowid, namespace, type, isLatest, expiresAt, embedding) VALUES (?, ?, ?, ?, ?, ?)",
-        [(seq, ns, typ, int(latest), NO_EXPIRY if exp is None else exp, pack(vec))
-         for seq, ns, typ, latest, exp, vec in rows],
+        f"INSERT INTO {table.name} (rowid, {names}, embedding) VALUES (?, {marks}, ?)",
+        [(seq, *values, pack(vec)) for seq, values, vec in rows],
     )
 
 
-def count(conn: Connection) -> int:
-    return int(conn.scalar(f"SELECT count(*) FROM {TABLE}")) if table_exists(conn) else 0
+def upsert(conn: Connection, rows: Sequence[tuple[int, str, str, int, int | None, Sequence[float]]]) -> None:
+    """Memory vectors: (seq, namespace, type, isLatest, expiresAt, vector) rows."""
+    replace(conn, MEMORIES, [(seq, (ns, typ, int(latest), NO_EXPIRY if exp is None else exp), vec)
+                             for seq, ns, typ, latest, exp, vec in rows])
+
+
+def count(conn: Connection, table: VecTable = MEMORIES) -> int:
+    return int(conn.scalar(f"SELECT count(*) FROM {table.name}")) if table_exists(conn, table) else 0
+
+
+def nearest(conn: Connection, table: VecTable, vector: Sequence[float], *, k: int,
+            clauses: Sequence[str] = (), params: Sequence[object] = ()) -> list[tuple[int, float]]:
+    """KNN in `table`: (seq, cosine distance), nearest first; `clauses` filter on its columns inside the KNN."""
+    where = ["embedding MATCH ?", "k = ?", *clauses]
+    rows = conn.raw.execute(
+        f"SELECT rowid, distance FROM {table.name} WHERE {' AND '.join(where)} ORDER BY distance",
+        [pack(vector), max(1, min(k, MAX_K)), *params],
+    ).fetchall()
+    return [(int(seq), float(dist)) for seq, dist in rows]
 
 
 def knn(
@@ -152,8 +196,8 @@ def knn(
     now: int,
 ) -> list[tuple[int, float]]:
     """The k nearest live memories as (seq, cosine distance), nearest first."""
-    clauses = ["embedding MATCH ?", "k = ?", "expiresAt > ?"]
-    params: list[object] = [pack(vector), max(1, min(k, MAX_K)), now]
+    clauses = ["expiresAt > ?"]
+    params: list[object] = [now]
     if scope is not None and scope.kind == "exact":
         clauses.append("namespace = ?")
         params.append(scope.value)
@@ -166,7 +210,4 @@ def knn(
     if types:
         clauses.append(f"type IN ({','.join('?' for _ in types)})")
         params.extend(types)
-    rows = conn.raw.execute(
-        f"SELECT rowid, distance FROM {TABLE} WHERE {' AND '.join(clauses)} ORDER BY distance", params
-    ).fetchall()
-    return [(int(seq), float(dist)) for seq, dist in rows]
+    return nearest(conn, MEMORIES, vector, k=k, clauses=clauses, params=params)

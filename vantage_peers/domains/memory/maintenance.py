@@ -21,7 +21,10 @@ def doctor_checks(settings: Any, db: Database) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
     embedder = embedder_for(settings)
     rec = db.read(vectors.recorded)
-    on_file = f"{rec.model} ({rec.dimensions} dims, {db.read(vectors.count)} vectors)" if rec else "none yet"
+    counts = {c.name: db.read(lambda conn, c=c: vectors.count(conn, c.vec)) for c in indexer.corpora()}
+    detail = ", ".join(f"{n} {name}" for name, n in counts.items() if n)
+    split = f": {detail}" if sum(1 for n in counts.values() if n) > 1 else ""
+    on_file = f"{rec.model} ({rec.dimensions} dims, {sum(counts.values())} vectors{split})" if rec else "none yet"
     if embedder is None:
         out.append(("ok", "embeddings", f"off (keyword search only); vectors on file: {on_file}"))
     else:
@@ -41,7 +44,7 @@ def doctor_checks(settings: Any, db: Database) -> list[tuple[str, str, str]]:
             out.append(("FAIL", "embedding endpoint", f"{settings.openai_base_url or 'api.openai.com'}: {exc}"))
     queue = db.read(indexer.pending)
     if queue["pending"] and embedder is not None:
-        detail = f"{queue['pending']} memories waiting to be embedded"
+        detail = ", ".join(f"{n} {name}" for name, n in queue["byCorpus"].items()) + " waiting to be embedded"
         if queue.get("maxAttempts"):
             detail += f" (up to {queue['maxAttempts']} failed attempts; last error: {queue.get('lastError')})"
         out.append(("WARN" if queue.get("maxAttempts") else "ok", "embedding queue", detail))
@@ -50,7 +53,8 @@ def doctor_checks(settings: Any, db: Database) -> list[tuple[str, str, str]]:
 
 def reindex(settings: Any, db: Database, *, err: TextIO | None = None, max_failures: int = 5,
             pause: Callable[[float], None] = time.sleep) -> int:
-    """Drop every vector, queue every memory and embed them all now, with a progress bar on `err`.
+    """Drop every vector, queue every memory and fix pattern (every corpus) and embed them all now,
+    with a progress bar on `err`.
 
     Returns a process exit code: 0 when everything was embedded, 1 when the endpoint kept failing
     (the remaining jobs stay queued for the server's background worker).
@@ -87,16 +91,16 @@ def reindex(settings: Any, db: Database, *, err: TextIO | None = None, max_failu
             failures += 1
             if failures >= max_failures:
                 err.write(f"\nvantage-peers reindex: the endpoint keeps failing ({result['error']}); "
-                          f"{total - done} memories stay queued for the background worker\n")
+                          f"{total - done} rows stay queued for the background worker\n")
                 return 1
             pause(min(2**failures, 30))
             # A person is waiting: retry now rather than after the background backoff.
-            db.write(lambda c: c.execute("UPDATE embeddingJobs SET nextAttemptAt = 0 WHERE leaseOwner IS NULL"))
+            db.write(indexer.retry_now)
         elif result["embedded"] == 0:
             break  # what is left is leased by a server process, or refused item by item
     err.write("\n")
     left = db.read(indexer.pending)["pending"]
     if left:
-        err.write(f"vantage-peers reindex: {left} memories are not embedded yet (see `vantage-peers doctor`)\n")
+        err.write(f"vantage-peers reindex: {left} rows are not embedded yet (see `vantage-peers doctor`)\n")
         return 1
     return 0

@@ -1,5 +1,7 @@
 """Per-app embedding state: the provider, a query-vector cache, and a circuit breaker.
 
+Shared by every searched corpus (memories, fix patterns): one endpoint, one breaker.
+
 A query embeds synchronously with a short timeout. When that fails, searches answer from BM25 and
 the breaker keeps later queries from waiting on a dead endpoint for `COOLDOWN_S`; the background
 indexer is not affected (it has its own per-job backoff).
@@ -33,8 +35,9 @@ class MemoryServices:
         self._down_until = 0.0
         self._down_reason = ""
 
-    def query_vector(self, db: Any, text: str) -> tuple[list[float] | None, str | None]:
-        """(vector, None) for hybrid search, or (None, why keyword mode) — never raises."""
+    def query_vector(self, db: Any, text: str, *, table: vectors.VecTable = vectors.MEMORIES,
+                     ) -> tuple[list[float] | None, str | None]:
+        """(vector, None) for hybrid search over `table`, or (None, why keyword mode) — never raises."""
         embedder = self.embedder
         if embedder is None:
             return None, "embeddings are off (no API key or base URL, or VP_EMBEDDINGS=none)"
@@ -42,8 +45,8 @@ class MemoryServices:
         def state(conn) -> str | None:
             if conn.vec_version is None:
                 return "the sqlite-vec extension is not available"
-            if not vectors.table_exists(conn):
-                return "no memory has been embedded yet"
+            if not vectors.table_exists(conn, table):
+                return f"no {table.label} has been embedded yet"
             return vectors.mismatch(conn, embedder.model, embedder.dimensions)
 
         problem = db.read(state)

@@ -1,0 +1,44 @@
+"""How fix patterns are embedded: their corpus for the shared embedding worker, and their vec0 table.
+
+The embedded text is the symptom and the root cause (what `search_fix_patterns` searches by
+meaning). `sourceProject` is a vec0 metadata column, so a `project`-filtered KNN filters inside the
+index instead of after it; it is not a partition key because patterns are few and projects many
+(vec0 allocates a whole chunk per partition). The triggers are created with the table: a change of
+the embedded text drops the stale vector (the migration's trigger re-queues the pattern), a hard
+delete drops the vector, a project change moves its metadata.
+"""
+
+from __future__ import annotations
+
+from ...search.corpus import Corpus
+from ...search.vectors import VecTable
+
+VEC_TABLE = "fixPatterns_vec"
+
+VEC = VecTable(
+    name=VEC_TABLE,
+    label="fix pattern",
+    columns_ddl="sourceProject TEXT",
+    columns=("sourceProject",),
+    triggers={
+        "fixPatterns_vec_project": f"""
+            CREATE TRIGGER fixPatterns_vec_project AFTER UPDATE OF sourceProject ON fixPatterns BEGIN
+                UPDATE {VEC_TABLE} SET sourceProject = new.sourceProject WHERE rowid = new.seq;
+            END""",
+        "fixPatterns_vec_stale": f"""
+            CREATE TRIGGER fixPatterns_vec_stale AFTER UPDATE OF symptom, rootCause ON fixPatterns BEGIN
+                DELETE FROM {VEC_TABLE} WHERE rowid = old.seq;
+            END""",
+        "fixPatterns_vec_delete": f"""
+            CREATE TRIGGER fixPatterns_vec_delete AFTER DELETE ON fixPatterns BEGIN
+                DELETE FROM {VEC_TABLE} WHERE rowid = old.seq;
+            END""",
+    },
+)
+
+TEXT_SQL = "symptom || char(10) || rootCause"
+
+CORPUS = Corpus(
+    name="fix patterns", source="fixPatterns", text_sql=TEXT_SQL, jobs="fixPatternEmbeddingJobs",
+    key="patternSeq", vec=VEC, meta_sql=("sourceProject",),
+)

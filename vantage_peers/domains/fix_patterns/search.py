@@ -1,0 +1,99 @@
+"""search_fix_patterns: BM25 and KNN over fix patterns, fused by RRF (k = 60), in one read snapshot.
+
+The same machinery as recall (domains/memory/search.py), over the fix-pattern tables:
+- Keyword ranker: FTS5 BM25 over `fixPatterns_fts` (symptom weighted 2, root cause and tags 1,
+  stack 0.5); any word of the query matches, user text is always quoted.
+- Vector ranker: KNN in `fixPatterns_vec` (cosine), the `project` filter applied inside the KNN.
+- Fusion: search/fusion.py `rrf`; each hit carries `score`, `matchedBy`, `ranks`, `similarity`
+  (1 - cosine distance) when the vector ranker found it, `snippet` when the keyword ranker did.
+Every project is searched unless `project` names one (`sourceProject` only records the origin).
+The query vector is computed by the caller before the read; `vector=None` is keyword mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...db import Connection, Row
+from ...paging import fit_envelope
+from ...search import vectors
+from ...search.fts import fts_query, snippet_sql
+from ...search.fusion import rrf
+from .embedding import VEC
+from .store import pattern_doc
+
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 200
+FTS = "fixPatterns_fts"
+WEIGHTS = "2.0, 1.0, 1.0, 0.5"  # symptom, rootCause, tags, stack
+
+
+def depth_for(limit: int) -> int:
+    """Candidates each ranker contributes before fusion."""
+    return min(max(limit * 3, 30), 600)
+
+
+def keyword_hits(conn: Connection, *, query: str, project: str | None, limit: int) -> list[Row]:
+    """Patterns holding any word of `query`, best BM25 first, each with `rank` and `snippet`."""
+    words = fts_query(query, mode="or")
+    if words is None:
+        return []
+    where, params = [f"{FTS} MATCH ?"], [words]
+    if project is not None:
+        where.append("p.sourceProject = ?")
+        params.append(project)
+    return conn.query(
+        f"SELECT p.*, bm25({FTS}, {WEIGHTS}) AS rank, {snippet_sql(FTS, -1)} AS snippet "
+        f"FROM {FTS} JOIN fixPatterns p ON p.seq = {FTS}.rowid WHERE {' AND '.join(where)} "
+        "ORDER BY rank, p.id LIMIT ?",
+        [*params, limit],
+    )
+
+
+def vector_hits(conn: Connection, vector: Sequence[float], *, project: str | None, k: int) -> list[tuple[int, float]]:
+    if not vectors.table_exists(conn, VEC):
+        return []
+    clauses, params = ([], []) if project is None else (["sourceProject = ?"], [project])
+    return vectors.nearest(conn, VEC, vector, k=k, clauses=clauses, params=params)
+
+
+def search(conn: Connection, *, query: str, vector: Sequence[float] | None, reason: str | None,
+           project: str | None, limit: int) -> dict[str, Any]:
+    """`{mode: "hybrid"|"keyword", reason?, items}`, best first, at most `limit` items."""
+    depth = depth_for(limit)
+    kw_rows = {row["seq"]: row for row in keyword_hits(conn, query=query, project=project, limit=depth)}
+    distances = dict(vector_hits(conn, vector, project=project, k=depth)) if vector is not None else {}
+    lists = {name: keys for name, keys in (("keyword", list(kw_rows)), ("vector", list(distances))) if keys}
+    fused = rrf(lists)
+    missing = [f.key for f in fused if f.key not in kw_rows]
+    rows = dict(kw_rows)
+    if missing:
+        marks = ",".join("?" for _ in missing)
+        rows.update({r["seq"]: r for r in conn.query(f"SELECT * FROM fixPatterns WHERE seq IN ({marks})", missing)})
+    items: list[dict[str, Any]] = []
+    for hit in fused:
+        row = rows.get(hit.key)
+        if row is None:  # a vector whose pattern was deleted since
+            continue
+        row = dict(row)
+        snippet = row.pop("snippet", None)
+        row.pop("rank", None)
+        doc = pattern_doc(row)
+        doc["score"] = round(hit.score, 6)
+        doc["matchedBy"] = hit.matched_by
+        doc["ranks"] = hit.ranks
+        if hit.key in distances:
+            doc["similarity"] = round(1.0 - distances[hit.key], 6)
+        if snippet is not None:
+            doc["snippet"] = snippet
+        items.append(doc)
+        if len(items) >= limit:
+            break
+    envelope: dict[str, Any] = {"mode": "hybrid"} if vector is not None else {
+        "mode": "keyword", "reason": reason or "no query embedding"}
+    fit = fit_envelope(items, extra=envelope)
+    envelope["items"] = items[:fit]
+    if fit < len(items):
+        envelope["truncated"] = True
+    return envelope

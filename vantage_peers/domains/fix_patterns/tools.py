@@ -1,0 +1,163 @@
+"""MCP tools for the fix-pattern knowledge base (spec §18 and §16 `link_issue_to_pattern`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import StrictBool
+
+from ...app import App, require_text
+from ...ids import now_ms
+from ...paging import Fields, clamp_limit
+from ...records import MAX_CONTENT_BYTES, text, text_list
+from ..memory.services import services
+from . import search, store
+from .embedding import VEC
+
+Severity = Literal["critical", "major", "minor"]
+MAX_SYMPTOM_BYTES = 65_536
+MAX_NAME_BYTES = 500  # sourceProject, project, issueId, commit
+MAX_QUERY_BYTES = 32_768
+
+
+def _long(value: Any, field: str) -> str:
+    return text(value, field, max_bytes=MAX_CONTENT_BYTES)  # type: ignore[return-value]
+
+
+def _name(value: Any, field: str, *, required: bool = True) -> str | None:
+    return text(value, field, max_bytes=MAX_NAME_BYTES, required=required)
+
+
+def register(app: App) -> None:
+    db = app.db
+    svc = services(app)  # the memory search's embedder, query cache and breaker, shared
+    # Embedding jobs need no job of their own: the `embeddings` job serves every corpus.
+
+    @app.tool("write")
+    def create_fix_pattern(
+        symptom: str,
+        rootCause: str,
+        sourceProject: str,
+        createdBy: str | None = None,
+        tags: list[str] | None = None,
+        stack: list[str] | None = None,
+        severity: Severity | None = None,
+        files: list[str] | None = None,
+        validatedFix: str | None = None,
+    ) -> dict[str, str]:
+        """Record a bug you solved: its symptom, root cause and (optionally) the fix that worked.
+
+        Call it after fixing any bug, then add_fix_attempt for what you tried (failures too).
+        `symptom` = what the bug looks like (error message, behaviour; searched by meaning),
+        `rootCause` = why it happens, `sourceProject` = where it was found (patterns are shared
+        across projects). `tags` (e.g. race-condition), `stack` (e.g. convex, next.js), `files`,
+        `severity` critical|major|minor, `validatedFix` if already known. `createdBy` defaults to
+        VP_ORCHESTRATOR. Searchable by keyword at once, by meaning within one scheduler tick.
+        Returns `{patternId}`.
+        """
+        creator = app.caller(createdBy, "createdBy")
+        args = {
+            "symptom": text(symptom, "symptom", max_bytes=MAX_SYMPTOM_BYTES),
+            "root_cause": _long(rootCause, "rootCause"),
+            "source_project": _name(sourceProject, "sourceProject"),
+            "tags": text_list(tags, "tags"), "stack": text_list(stack, "stack"), "files": text_list(files, "files"),
+            "validated_fix": _long(validatedFix, "validatedFix") if validatedFix is not None else None,
+        }
+        return db.write(lambda c: store.create(c, created_by=creator, severity=severity, **args))
+
+    @app.tool("read")
+    def get_fix_pattern(patternId: str) -> dict[str, Any] | None:
+        """Fetch one fix pattern by id with its attempts (oldest first); null when it does not exist.
+
+        `attempts` holds the newest 200 attempts (fewer if they would overflow the response:
+        `attemptsTruncated` is then true; `attemptCount` is the total). `validated` says whether
+        a `validatedFix` is set; `validatedAttemptId` names the worked attempt that set it.
+        """
+        return db.read(lambda c: store.get(c, pattern_id=patternId))
+
+    @app.tool("write")
+    def add_fix_attempt(
+        patternId: str,
+        description: str,
+        worked: StrictBool,
+        why: str,
+        createdBy: str | None = None,
+        commit: str | None = None,
+    ) -> dict[str, Any]:
+        """Record one attempt at fixing a pattern's bug, successful or not, with why.
+
+        `description` = what was tried, `worked` = true/false, `why` = why it worked or not,
+        `commit` = git SHA (optional). If `worked` is true and the pattern has no `validatedFix`
+        yet, this attempt's description becomes the `validatedFix` (exactly one of several
+        concurrent worked attempts wins). Unknown `patternId` is refused with NOT_FOUND.
+        Returns `{attemptId, patternId, autoValidated, validatedFix?}`.
+        """
+        creator = app.caller(createdBy, "createdBy")
+        args = {
+            "description": _long(description, "description"), "why": _long(why, "why"),
+            "commit": _name(commit, "commit", required=False),
+        }
+        return db.write(lambda c: store.add_attempt(c, pattern_id=patternId, worked=worked, created_by=creator,
+                                                    **args))
+
+    @app.tool("write")
+    def validate_fix(patternId: str, validatedFix: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
+        """Set the validated fix of a pattern explicitly, replacing any earlier one.
+
+        Use it when the fix that works is best described in your own words (add_fix_attempt
+        sets it automatically from the first worked attempt). `callerOrchestrator` (default
+        VP_ORCHESTRATOR, optional) is recorded as `validatedBy`. Unknown `patternId` is refused
+        with NOT_FOUND. Returns the updated pattern (without its attempts).
+        """
+        caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
+        fix = _long(validatedFix, "validatedFix")
+        return db.write(lambda c: store.validate(c, pattern_id=patternId, validated_fix=fix, validated_by=caller))
+
+    @app.tool("read")
+    def search_fix_patterns(query: str, limit: int | None = None, project: str | None = None) -> dict[str, Any]:
+        """Search fix patterns by meaning (symptom and root cause): call it BEFORE fixing any bug.
+
+        Pass the error message or the symptom in your own words; a pattern is found even when
+        it shares no keyword with the query. Searches every project unless `project` names one
+        (a pattern's `sourceProject`). `limit` default 10, max 200. Returns `{mode, items}`,
+        best first: each item is the pattern (apply its `validatedFix` when `validated`) with
+        `score` (Reciprocal Rank Fusion of BM25 and vector similarity, k=60), `matchedBy`
+        (["keyword", "vector"]), `ranks`, `similarity` and `snippet`. `mode` is "hybrid", or
+        "keyword" with a `reason` when no embedding is available (no key, endpoint down,
+        nothing embedded yet): results then come from BM25 alone.
+        """
+        words = require_text(query, "query", max_bytes=MAX_QUERY_BYTES)
+        scope = _name(project, "project", required=False)
+        size = clamp_limit(limit, search.DEFAULT_LIMIT, search.MAX_LIMIT)
+        vector, reason = svc.query_vector(db, words, table=VEC)
+        return db.read(lambda c: search.search(c, query=words, vector=vector, reason=reason, project=scope,
+                                               limit=size))
+
+    @app.tool("read")
+    def list_fix_patterns(
+        project: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        fields: Fields = "full",
+    ) -> dict[str, Any]:
+        """List fix patterns newest first, optionally only those found in one `project` (sourceProject).
+
+        Paged: `{items, nextCursor?}`; pass `nextCursor` back as `cursor` until it is absent.
+        `limit` default 20, clamped to 1..200; `fields="lite"` = _id, _creationTime, symptom,
+        severity, sourceProject, validated (whether a validatedFix is set). Items carry no
+        attempts (get_fix_pattern does).
+        """
+        scope = _name(project, "project", required=False)
+        return db.read(lambda c: store.list_patterns(c, project=scope, limit=limit, cursor=cursor, fields=fields))
+
+    @app.tool("idempotent")
+    def link_issue_to_pattern(patternId: str, issueId: str) -> dict[str, Any]:
+        """Link an issue (e.g. "owner/repo#282" or a VantagePeers issue id) to a fix pattern.
+
+        The id is appended to the pattern's `linkedIssueIds` once; linking it again changes
+        nothing (`added` false). Unknown `patternId` is refused with NOT_FOUND. Returns
+        `{patternId, issueId, added, linkedIssueIds}`.
+        """
+        issue = _name(issueId, "issueId")
+        now = now_ms()
+        return db.write(lambda c: store.link_issue(c, pattern_id=patternId, issue_id=issue, now=now))
