@@ -12,6 +12,7 @@ Memories are the built-in corpus. Any other domain declares one as `CORPUS` in a
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import pkgutil
@@ -31,15 +32,16 @@ class Corpus:
     meta_sql: tuple[str, ...]  # SQL expressions over a source row, in `vec.columns` order
 
 
-def discovered() -> list[Corpus]:
-    """`CORPUS` of every `vantage_peers.domains.<name>.embedding` module, by domain name."""
+@functools.cache
+def discovered() -> tuple[Corpus, ...]:
+    """`CORPUS` of every `vantage_peers.domains.<name>.embedding` module, by domain name (scanned once)."""
     from .. import domains
 
-    found = []
+    found: list[Corpus] = []
     for info in sorted(pkgutil.iter_modules(domains.__path__), key=lambda i: i.name):
         module_name = f"{domains.__name__}.{info.name}.embedding"
         if info.ispkg and importlib.util.find_spec(module_name) is not None:
             corpus = getattr(importlib.import_module(module_name), "CORPUS", None)
             if isinstance(corpus, Corpus):
                 found.append(corpus)
-    return found
+    return tuple(found)
