@@ -252,6 +252,5 @@ def iso_date(value: Any, field: str) -> str:
 
 
 def query_text(value: Any, field: str = "query") -> str:
-    """A keyword query; NUL characters become spaces (FTS5's query parser stops at a NUL)."""
-    checked = text(value, field, max_bytes=MAX_QUERY_BYTES)
-    return checked.replace("\x00", " ")  # type: ignore[union-attr]
+    """A keyword query (fts_query makes any text safe for FTS5, NUL and operators included)."""
+    return text(value, field, max_bytes=MAX_QUERY_BYTES)  # type: ignore[return-value]
