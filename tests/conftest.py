@@ -51,6 +51,20 @@ class Tools:
             return data["result"]
         return data
 
+    def pages(self, name: str, /, **args: Any) -> tuple[list[dict[str, Any]], int]:
+        """Follow `nextCursor` to the end of a list tool: (every item, number of pages)."""
+        items: list[dict[str, Any]] = []
+        pages, cursor = 0, None
+        while True:
+            page = self.call(name, **args, **({"cursor": cursor} if cursor else {}))
+            assert "nextCursor" not in page or page["nextCursor"], "nextCursor must be absent, not null/empty"
+            items.extend(page["items"])
+            pages += 1
+            assert pages < 10_000
+            cursor = page.get("nextCursor")
+            if not cursor:
+                return items, pages
+
     def error(self, name: str, /, **args: Any) -> str:
         with pytest.raises(ToolError) as info:
             self.call(name, **args)

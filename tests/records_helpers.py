@@ -2,44 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import pytest
-from conftest import ToolError, Tools
+from conftest import Tools
 
 
 def call(tools: Tools, tool: str, args: dict[str, Any]) -> Any:
-    """Like `tools.call`, for argument names that clash with its own (`name`)."""
-    result = tools.portal.call(tools.client.call_tool, tool, args)
-    text = "\n".join(getattr(c, "text", "") for c in result.content)
-    if result.is_error:
-        raise ToolError(text)
-    data = result.structured_content
-    if data is None:
-        return json.loads(text) if text else None
-    return data["result"] if tool in tools._wrapped else data
+    return tools.call(tool, **args)
 
 
 def error(tools: Tools, tool: str, args: dict[str, Any]) -> str:
-    with pytest.raises(ToolError) as info:
-        call(tools, tool, args)
-    return str(info.value)
+    return tools.error(tool, **args)
 
 
 def page_all(tools: Tools, tool: str, **args: Any) -> tuple[list[dict[str, Any]], int]:
     """Follow nextCursor to the end; returns (all items, number of pages)."""
-    items: list[dict[str, Any]] = []
-    pages, cursor = 0, None
-    while True:
-        page = call(tools, tool, {**args, **({"cursor": cursor} if cursor else {})})
-        assert "nextCursor" not in page or page["nextCursor"], "nextCursor must be absent, not null/empty"
-        items.extend(page["items"])
-        pages += 1
-        cursor = page.get("nextCursor")
-        if not cursor:
-            return items, pages
-        assert pages < 10_000
+    return tools.pages(tool, **args)
 
 
 HOSTILE_QUERIES = [

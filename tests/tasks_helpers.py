@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
-
-from conftest import ToolError
 
 
 def call(tools, tool: str, args: dict[str, Any]) -> Any:
-    """Like `tools.call`, for argument names that clash with its own (`name`)."""
-    result = tools.portal.call(tools.client.call_tool, tool, args)
-    text = "\n".join(getattr(c, "text", "") for c in result.content)
-    if result.is_error:
-        raise ToolError(text)
-    data = result.structured_content
-    if data is None:
-        return json.loads(text) if text else None
-    return data["result"] if tool in tools._wrapped else data
+    return tools.call(tool, **args)
 
 
 def error(tools, tool: str, args: dict[str, Any]) -> str:
-    try:
-        call(tools, tool, args)
-    except ToolError as exc:
-        return str(exc)
-    raise AssertionError(f"{tool} did not fail")
+    return tools.error(tool, **args)
 
 
 def mission(tools, **over: Any) -> str:
@@ -41,13 +26,4 @@ def task(tools, **over: Any) -> str:
 
 def page_all(tools, tool: str, **args: Any) -> list[dict[str, Any]]:
     """Follow nextCursor to the end; returns every item."""
-    items, cursor, pages = [], None, 0
-    while True:
-        page = tools.call(tool, **args, **({"cursor": cursor} if cursor else {}))
-        items.extend(page["items"])
-        pages += 1
-        assert pages < 1000
-        cursor = page.get("nextCursor")
-        if cursor is None:
-            assert "nextCursor" not in page
-            return items
+    return tools.pages(tool, **args)[0]

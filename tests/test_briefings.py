@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from records_helpers import HOSTILE_QUERIES, insert_memory, page_all
 
-from vantage_peers.domains.briefings.tools import VP_SOURCES_DOCTRINE
+from vantage_peers.search.doctrine import VP_SOURCES_DOCTRINE
 
 DOCTRINE_1 = (
-    "> **VP-Sources doctrine**: MUST be called before any factual claim about fleet state, audits, dette tooling, "
+    "**VP-Sources doctrine**: MUST be called before any factual claim about fleet state, audits, dette tooling, "
     "mission/task/client status, incident history, doctrine references."
 )
-DOCTRINE_2 = '> Cite returned ids in the answer footer as `VP-Sources: recall("<query>")→[ids] | none-needed:<reason>`.'
+DOCTRINE_2 = 'Cite returned ids in the answer footer as `VP-Sources: recall("<query>")→[ids] | none-needed:<reason>`.'
 
 
 def note(tools, **over):

@@ -40,11 +40,15 @@ def test_digest_counts_samples_scope_and_window(tools, app):
     task(tools, "cron-daily", "deploy fixed nightly")
     task(tools, "tau", "plain work")
     tools.call("complete_task", taskId=t1, completionNote="merged PR #954 into main", callerOrchestrator="sigma")
+    mem = tools.call("store_memory", namespace="project/x", type="decision", content="approved PR-C at 4ddca2b",
+                     createdBy="tau")["memoryId"]
+    tools.call("store_memory", namespace="project/x", type="note", content="approved", createdBy="cron-sync")
     d = tools.call("improvisation_digest")
-    assert d["countsByCategory"] == {"message": 1, "task": 1}
-    assert d["countsByOrch"] == {"pi": 1, "sigma": 1}
-    assert [s["category"] for s in d["samples"]] == ["task", "message"]  # newest first
-    assert "ef91f6f" in d["samples"][1]["snippet"]
+    assert d["countsByCategory"] == {"message": 1, "task": 1, "memory": 1}
+    assert d["countsByOrch"] == {"pi": 1, "sigma": 1, "tau": 1}
+    assert [s["category"] for s in d["samples"]] == ["memory", "task", "message"]  # newest first
+    assert d["samples"][0]["id"] == mem
+    assert "ef91f6f" in d["samples"][2]["snippet"]
     scoped = tools.call("improvisation_digest", orchestrators=["pi"])
     assert scoped["countsByOrch"] == {"pi": 1} and len(scoped["samples"]) == 1
     assert tools.call("improvisation_digest", orchestrators=["nobody"]) == {
@@ -52,9 +56,10 @@ def test_digest_counts_samples_scope_and_window(tools, app):
     # Outside the window nothing counts.
     old = now_ms() - 30 * DAY_MS
     app.db.write(lambda c: (c.execute("UPDATE messages SET createdAt = ?", (old,)),
-                            c.execute("UPDATE tasks SET updatedAt = ?", (old,))))
+                            c.execute("UPDATE tasks SET updatedAt = ?", (old,)),
+                            c.execute("UPDATE memories SET createdAt = ?", (old,))))
     assert tools.call("improvisation_digest")["samples"] == []
-    assert tools.call("improvisation_digest", windowDays=31)["countsByOrch"] == {"pi": 1, "sigma": 1}
+    assert tools.call("improvisation_digest", windowDays=31)["countsByOrch"] == {"pi": 1, "sigma": 1, "tau": 1}
 
 
 def test_digest_caps_samples_at_fifty(tools):

@@ -94,6 +94,16 @@ def fit_envelope(items: list[dict[str, Any]], extra: dict[str, Any] | None = Non
     return count
 
 
+def equals(pairs: Iterable[tuple[str, Any]]) -> tuple[list[str], list[Any]]:
+    """`column = ?` clauses (and their params) for every pair whose value is not None."""
+    where, params = [], []
+    for column, value in pairs:
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    return where, params
+
+
 def keyset_page(
     conn: Connection,
     *,

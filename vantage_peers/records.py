@@ -20,7 +20,8 @@ from typing import Any
 from .db import Connection, Row, dumps
 from .errors import Forbidden, InvalidArgument, NotFound
 from .ids import new_id, now_ms
-from .paging import DEFAULT_LIMIT, fit_envelope, keyset_page, to_doc
+from .paging import DEFAULT_LIMIT, equals, fit_envelope, keyset_page, to_doc
+from .search.fts import ranked
 
 SYSTEM = "system"
 MAX_CONTENT_BYTES = 1_048_576  # long free text (diary, briefing, component content)
@@ -111,11 +112,8 @@ class Table:
         fields: str | None = "full",
     ) -> dict[str, Any]:
         """`{items, nextCursor?}`; `filters` are column = value conditions (None = no filter)."""
-        clauses, args = list(where), list(params)
-        for col, value in (filters or {}).items():
-            if value is not None:
-                clauses.append(f"{_ident(col)} = ?")
-                args.append(value)
+        extra, extra_args = equals((_ident(col), value) for col, value in (filters or {}).items())
+        clauses, args = [*where, *extra], [*params, *extra_args]
         return keyset_page(
             conn, table=self.name, to_item=self.doc, where=clauses, params=args, sort_col=sort_col,
             descending=descending, limit=limit, default_limit=default_limit, cursor=cursor, fields=fields,
@@ -146,14 +144,8 @@ class Table:
             f"WHERE {' AND '.join(f'({c})' for c in clauses)} ORDER BY rank, d.id LIMIT ?",
             [match, *params, limit],
         )
-        out, dropped = [], set(drop)
-        for row in rows:
-            rank, snip = row.pop("rank"), row.pop("snippet", None)
-            doc = {k: v for k, v in self.doc(row).items() if k not in dropped}
-            doc["score"] = round(-rank, 6)
-            if snip is not None:
-                doc["snippet"] = snip
-            out.append(doc)
+        dropped = set(drop)
+        out = ranked(rows, lambda row: {k: v for k, v in self.doc(row).items() if k not in dropped})
         return out[: fit_envelope(out)] if out else out
 
 
@@ -252,6 +244,5 @@ def iso_date(value: Any, field: str) -> str:
 
 
 def query_text(value: Any, field: str = "query") -> str:
-    """A keyword query; NUL characters become spaces (FTS5's query parser stops at a NUL)."""
-    checked = text(value, field, max_bytes=MAX_QUERY_BYTES)
-    return checked.replace("\x00", " ")  # type: ignore[union-attr]
+    """A keyword query (fts_query makes any text safe for FTS5, NUL and operators included)."""
+    return text(value, field, max_bytes=MAX_QUERY_BYTES)  # type: ignore[return-value]

@@ -7,7 +7,8 @@ Every whitespace-separated token becomes a quoted string (inner quotes doubled),
 from __future__ import annotations
 
 import re
-from typing import Literal
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
 
 _WORD = re.compile(r"\w", re.UNICODE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -33,3 +34,16 @@ def fts_query(text: str, mode: Literal["and", "or"] = "and") -> str | None:
 def snippet_sql(table: str, column_index: int = 0, tokens: int = 12) -> str:
     """SQL for an FTS5 snippet of one column, with `[` `]` around matches."""
     return f"snippet({table}, {column_index}, '[', ']', '…', {tokens})"
+
+
+def ranked(rows: Iterable[dict[str, Any]], shape: Callable[[dict[str, Any]], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows carrying `rank` (bm25, lower is better) and `snippet` as documents with `score` and `snippet`."""
+    out = []
+    for row in rows:
+        rank, snip = row.pop("rank"), row.pop("snippet", None)
+        doc = shape(row)
+        doc["score"] = round(-rank, 6)
+        if snip is not None:
+            doc["snippet"] = snip
+        out.append(doc)
+    return out

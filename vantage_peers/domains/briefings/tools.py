@@ -8,31 +8,23 @@ from ...app import App
 from ...errors import InvalidArgument
 from ...paging import Fields, check_fields, clamp_limit
 from ...records import MAX_CONTENT_BYTES, MAX_FIELD_BYTES, query_text, text, text_list
+from ...search.doctrine import with_doctrine
 from . import store
 
-# Spec §27.14: appended verbatim after the descriptions of list_briefing_notes and
-# search_briefing_notes_by_keyword (and of recall, hybrid_search, text_search elsewhere).
-VP_SOURCES_DOCTRINE = (
-    "> **VP-Sources doctrine**: MUST be called before any factual claim about fleet state, audits, dette "
-    "tooling, mission/task/client status, incident history, doctrine references.\n"
-    '> Cite returned ids in the answer footer as `VP-Sources: recall("<query>")→[ids] | none-needed:<reason>`.'
-)
-
-LIST_BRIEFING_NOTES_TOOL_DESCRIPTION = """List briefing notes newest first, optionally by `topic` or updated since a time.
+# Spec §27.14: the VP-Sources doctrine follows these two descriptions verbatim.
+LIST_BRIEFING_NOTES_TOOL_DESCRIPTION = with_doctrine("""List briefing notes newest first, optionally by `topic` or updated since a time.
 
 `updatedSince` (Unix ms) keeps notes whose `updatedAt` is at or after it (a new note's
 `updatedAt` is its creation time). Paged: `{items, nextCursor?}`; pass `nextCursor` back as
 `cursor` until it is absent. `limit` default 20 (15 with `fields="full"`), clamped to 1..200;
 `fields="lite"` = _id, _creationTime, topic, title, participants, createdBy.
+""")
 
-""" + VP_SOURCES_DOCTRINE
-
-SEARCH_BRIEFING_NOTES_BY_KEYWORD_TOOL_DESCRIPTION = """Full-text (BM25) search over briefing notes (title, content, decisions), best first.
+SEARCH_BRIEFING_NOTES_BY_KEYWORD_TOOL_DESCRIPTION = with_doctrine("""Full-text (BM25) search over briefing notes (title, content, decisions), best first.
 
 Every word of `query` must match; operators and punctuation are plain text. Optional `topic`
 filter; `limit` default 20, max 200. Returns `{items}`, each note with `score` and `snippet`.
-
-""" + VP_SOURCES_DOCTRINE
+""")
 
 
 def _changes(**fields: Any) -> dict[str, Any]:

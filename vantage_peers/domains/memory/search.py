@@ -17,7 +17,7 @@ from typing import Any
 from ...db import Connection, Row
 from ...paging import fit_envelope
 from ...search import vectors
-from ...search.fts import fts_query, snippet_sql
+from ...search.fts import fts_query, ranked, snippet_sql
 from ...search.fusion import rrf
 from ...search.vectors import Scope
 from .store import LIVE, memory_doc, scope_sql
@@ -91,13 +91,7 @@ def text_search(conn: Connection, *, query: str, scope: Scope | None, types: Seq
     rows, match = keyword_hits(conn, **args, mode="and"), "all"
     if not rows and len(query.split()) > 1:
         rows, match = keyword_hits(conn, **args, mode="or"), "any"
-    items = []
-    for row in rows:
-        rank, snippet = row.pop("rank"), row.pop("snippet")
-        doc = shape(row)
-        doc["score"] = round(-rank, 6)
-        doc["snippet"] = snippet
-        items.append(doc)
+    items = ranked(rows, shape)
     return _finish(items, {"mode": "keyword", "match": match, "items": items})
 
 

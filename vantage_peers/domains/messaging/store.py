@@ -6,8 +6,8 @@ from typing import Any
 
 from ...db import Connection, Row
 from ...ids import new_id, now_ms
-from ...paging import keyset_page, to_doc
-from ...search.fts import fts_query, snippet_sql
+from ...paging import equals, keyset_page, to_doc
+from ...search.fts import fts_query, ranked, snippet_sql
 from ..profiles import store as profiles
 
 BROADCAST = "broadcast"
@@ -155,11 +155,7 @@ def list_messages(
     cursor: str | None,
     fields: str | None,
 ) -> dict[str, Any]:
-    where, params = [], []
-    for column, value in (("sender", sender), ("channel", channel), ("sessionDay", session_day)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
+    where, params = equals((("sender", sender), ("channel", channel), ("sessionDay", session_day)))
     return keyset_page(
         conn, table="messages", to_item=message_doc, where=where, params=params,
         limit=limit, cursor=cursor, fields=fields, lite_keys=MESSAGE_LITE,
@@ -208,11 +204,4 @@ def search_messages(
         f"WHERE {' AND '.join(clauses)} ORDER BY rank LIMIT ?",
         [*args, limit],
     )
-    out = []
-    for row in rows:
-        rank, snip = row.pop("rank"), row.pop("snippet")
-        doc = message_doc(row)
-        doc["score"] = round(-rank, 6)
-        doc["snippet"] = snip
-        out.append(doc)
-    return out
+    return ranked(rows, message_doc)

@@ -8,7 +8,7 @@ from typing import Any
 from ...db import Connection, Row, dumps
 from ...errors import Forbidden, InvalidArgument, InvalidState, NotFound
 from ...ids import new_id, now_ms
-from ...paging import keyset_page, to_doc
+from ...paging import equals, keyset_page, to_doc
 from ..tasks.rules import MISSION_LITE, SYSTEM, status_sql
 
 SIMPLE_FIELDS = ("name", "description", "project", "priority", "pilot", "brief", "startDate", "targetDate",
@@ -117,11 +117,7 @@ def task_counts(conn: Connection, mission_id: str) -> dict[str, int]:
 def list_missions(conn: Connection, *, project: str | None, pilot: str | None, statuses: tuple[str, ...] | None,
                   updated_since: int | None, limit: int | None, cursor: str | None,
                   fields: str | None) -> dict[str, Any]:
-    where, params = [], []
-    for column, value in (("project", project), ("pilot", pilot)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
+    where, params = equals((("project", project), ("pilot", pilot)))
     if statuses is not None:
         where.append(status_sql("status", statuses))
     if updated_since is not None:

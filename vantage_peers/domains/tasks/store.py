@@ -8,8 +8,8 @@ from typing import Any
 from ...db import Connection, Row, dumps
 from ...errors import Forbidden, NotFound
 from ...ids import new_id, now_ms
-from ...paging import keyset_page, to_doc
-from ...search.fts import fts_query, snippet_sql
+from ...paging import equals, keyset_page, to_doc
+from ...search.fts import fts_query, ranked, snippet_sql
 from . import segments
 from .rules import AUTO_GENERATED_SQL, OPEN_STATUSES, SYSTEM, TASK_LITE, status_sql
 from .validation import create_failures, load_task, raise_failures
@@ -117,13 +117,8 @@ def task_filters(*, assigned_to: str | None = None, assigned_to_instance: str | 
                  statuses: tuple[str, ...] | None = None, mission_id: str | None = None, project: str | None = None,
                  created_by: str | None = None, updated_since: int | None = None, created_before: int | None = None,
                  exclude_auto_generated: bool = False) -> tuple[list[str], list[Any]]:
-    where: list[str] = []
-    params: list[Any] = []
-    for column, value in (("assignedTo", assigned_to), ("assignedToInstance", assigned_to_instance),
-                          ("missionId", mission_id), ("project", project), ("createdBy", created_by)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
+    where, params = equals((("assignedTo", assigned_to), ("assignedToInstance", assigned_to_instance),
+                            ("missionId", mission_id), ("project", project), ("createdBy", created_by)))
     if statuses is not None:
         where.append(status_sql("status", statuses))
     if updated_since is not None:
@@ -172,11 +167,4 @@ def search_tasks(conn: Connection, *, query: str, limit: int, **filters: Any) ->
         "WHERE tasks_fts MATCH ? ORDER BY rank LIMIT ?",
         [*params, match, limit],
     )
-    out = []
-    for row in rows:
-        rank, snip = row.pop("rank"), row.pop("snippet")
-        doc = task_doc(row)
-        doc["score"] = round(-rank, 6)
-        doc["snippet"] = snip
-        out.append(doc)
-    return out
+    return ranked(rows, task_doc)

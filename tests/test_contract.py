@@ -1,0 +1,63 @@
+"""The public contract: tool names from spec/tools.md, descriptions and annotations on every tool."""
+
+from __future__ import annotations
+
+EXPECTED = {
+    # Profiles & presence, messaging (issue 2)
+    "get_profile", "update_profile", "set_summary", "list_peers", "whoami",
+    "send_message", "check_messages", "mark_as_read", "delete_message", "get_message", "list_messages",
+    "list_broadcast_status", "search_messages_by_keyword",
+    # Memory, search, episodes (issue 3)
+    "store_memory", "get_memory", "list_memories", "soft_delete_memory", "recall", "text_search", "hybrid_search",
+    "store_episode", "get_episode", "list_episodes", "search_episodes_by_keyword", "search_episodes_by_semantic",
+    # Tasks, missions, templates (issue 4)
+    "create_task", "get_task", "list_tasks", "search_tasks_by_keyword", "update_task", "start_task", "pause_task",
+    "resume_task", "complete_task", "block_task", "add_task_dependency", "checkout_task", "delete_task",
+    "list_tasks_by_mission", "bulk_complete_tasks", "validate_task_payload", "list_overdue_tasks",
+    "create_mission", "get_mission", "list_missions", "update_mission", "update_mission_status",
+    "update_mission_progress", "get_mission_template", "update_mission_template", "upsert_mission_template",
+    "instantiate_template_into_mission", "list_mission_templates",
+    # Team records (issue 5)
+    "write_diary", "get_diary", "list_diaries", "list_diary_by_date_range", "delete_diary",
+    "create_briefing_note", "update_briefing_note", "get_briefing_note", "list_briefing_notes",
+    "search_briefing_notes_by_keyword", "delete_briefing_note",
+    "register_component", "get_component", "list_components", "update_component", "delete_component",
+    "search_components",
+    "create_mandate", "accept_mandate", "update_mandate", "settle_mandate", "validate_mandate_spending",
+    "list_mandates", "get_mandate",
+    "create_bu", "update_bu", "get_bu", "list_bus", "delete_bu",
+    "improvisation_digest",
+}
+
+READ_PREFIXES = ("get_", "list_", "search_", "recall", "text_search", "hybrid_search", "check_", "validate_",
+                 "whoami", "improvisation_")
+
+
+def test_every_spec_tool_is_registered(tools):
+    missing = EXPECTED - set(tools.listed)
+    assert not missing, f"missing tools: {sorted(missing)}"
+
+
+def test_every_tool_has_a_description_and_annotations(tools):
+    for name, tool in tools.listed.items():
+        assert tool.description and tool.description.strip(), name
+        first = tool.description.strip().splitlines()[0]
+        assert 10 < len(first) <= 200, f"{name}: first line should be one sentence: {first!r}"
+        ann = tool.annotations
+        assert ann is not None, name
+        for hint in ("read_only_hint", "destructive_hint", "open_world_hint"):
+            assert getattr(ann, hint) is not None, f"{name} lacks {hint}"
+        assert ann.open_world_hint is False, name
+        if name.startswith(READ_PREFIXES) and name not in ("validate_fix",):
+            assert ann.read_only_hint is True, f"{name} should be read-only"
+        if name.startswith(("delete_", "soft_delete_", "bulk_complete_")):
+            assert ann.destructive_hint is True, f"{name} should be destructive"
+
+
+def test_list_tools_use_the_envelope(tools):
+    """Every list_* tool answers {items, nextCursor?} (list_diary_by_date_range is the documented array)."""
+    for name in sorted(n for n in tools.listed if n.startswith("list_")):
+        if name in ("list_broadcast_status", "list_diary_by_date_range"):
+            continue
+        schema = tools.listed[name].input_schema
+        assert {"limit", "cursor"} <= set(schema["properties"]), f"{name} lacks limit/cursor"
