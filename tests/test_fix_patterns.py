@@ -4,7 +4,7 @@ list paging and lite projection, every refusal, hostile input."""
 from __future__ import annotations
 
 from fix_patterns_helpers import PATTERN, attempt, create
-from records_helpers import HOSTILE_QUERIES, page_all
+from records_helpers import HOSTILE_QUERIES
 
 from vantage_peers.domains.fix_patterns import store
 
@@ -78,12 +78,12 @@ def test_list_insert_n_get_n_full_cursor_chain_and_lite_keys(tools):
     ids = [create(tools, symptom=f"symptom {i}", sourceProject=f"proj-{i % 3}",
                   severity=("critical", "major", "minor")[i % 3]) for i in range(45)]
     attempt(tools, ids[0])
-    items, pages = page_all(tools, "list_fix_patterns", limit=7)
+    items, pages = tools.pages("list_fix_patterns", limit=7)
     assert len(items) == 45 and pages == 7 and [i["_id"] for i in items] == ids[::-1]  # newest first
-    lite, _ = page_all(tools, "list_fix_patterns", limit=200, fields="lite")
+    lite, _ = tools.pages("list_fix_patterns", limit=200, fields="lite")
     assert len(lite) == 45 and all(set(i) == LITE for i in lite)
     assert [i["validated"] for i in lite].count(True) == 1 and lite[-1]["validated"] is True
-    only, pages = page_all(tools, "list_fix_patterns", project="proj-1", limit=4)
+    only, pages = tools.pages("list_fix_patterns", project="proj-1", limit=4)
     assert len(only) == 15 and pages == 4 and {i["sourceProject"] for i in only} == {"proj-1"}
     assert tools.call("list_fix_patterns", project="nobody")["items"] == []
     first = tools.call("list_fix_patterns")
@@ -219,3 +219,15 @@ def test_get_with_many_attempts_is_bounded(tools):
     assert len(doc["attempts"]) == store.MAX_ATTEMPTS_SHOWN
     assert doc["attempts"][-1]["description"] == f"attempt {store.MAX_ATTEMPTS_SHOWN + 4}"  # newest kept, last
     assert doc["attempts"][0]["description"] == "attempt 5"
+
+
+def test_tool_names_and_annotations(tools):
+    kinds = {"create_fix_pattern": (False, False), "get_fix_pattern": (True, True), "add_fix_attempt": (False, False),
+             "validate_fix": (False, False), "search_fix_patterns": (True, True), "list_fix_patterns": (True, True),
+             "link_issue_to_pattern": (False, True)}
+    for name, (read_only, idempotent) in kinds.items():
+        ann = tools.listed[name].annotations
+        assert (ann.read_only_hint, ann.idempotent_hint, ann.destructive_hint, ann.open_world_hint) == (
+            read_only, idempotent, False, False), name
+    assert {"limit", "cursor", "fields", "project"} <= set(tools.listed["list_fix_patterns"].input_schema["properties"])
+    assert tools.listed["add_fix_attempt"].input_schema["properties"]["worked"]["type"] == "boolean"

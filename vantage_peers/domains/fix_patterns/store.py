@@ -13,7 +13,7 @@ from typing import Any
 from ...db import Connection, Row, dumps, loads
 from ...errors import InvalidArgument, NotFound
 from ...ids import new_id, now_ms
-from ...paging import fit_envelope, keyset_page, to_doc
+from ...paging import equals, fit_envelope, keyset_page, to_doc
 
 SEVERITIES = ("critical", "major", "minor")
 JSON_COLS = ("files", "tags", "stack", "linkedIssueIds")
@@ -177,9 +177,6 @@ def get(conn: Connection, *, pattern_id: str, max_attempts: int = MAX_ATTEMPTS_S
 def list_patterns(conn: Connection, *, project: str | None, limit: int | None, cursor: str | None,
                   fields: str | None) -> dict[str, Any]:
     """Newest first, optionally of one `sourceProject`; `{items, nextCursor?}`."""
-    where, params = [], []
-    if project is not None:
-        where.append("sourceProject = ?")
-        params.append(project)
+    where, params = equals((("sourceProject", project),))
     return keyset_page(conn, table="fixPatterns", to_item=pattern_doc, where=where, params=params, limit=limit,
                        cursor=cursor, fields=fields, lite_keys=LITE_KEYS)
