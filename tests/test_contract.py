@@ -26,6 +26,8 @@ EXPECTED = {
     "create_mandate", "accept_mandate", "update_mandate", "settle_mandate", "validate_mandate_spending",
     "list_mandates", "get_mandate",
     "create_bu", "update_bu", "get_bu", "list_bus", "delete_bu",
+    "create_fix_pattern", "get_fix_pattern", "add_fix_attempt", "validate_fix", "search_fix_patterns",
+    "list_fix_patterns", "link_issue_to_pattern",
     "improvisation_digest",
 }
 

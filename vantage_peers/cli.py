@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"vantage-peers {__version__}")
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("doctor", help="print the settings in force and check them; exits non-zero on a failed check")
-    sub.add_parser("reindex", help="re-embed every memory with the configured model (progress on stderr)")
+    sub.add_parser("reindex", help="re-embed every memory and fix pattern with the configured model (progress on stderr)")
     args = parser.parse_args(argv)
     try:
         if args.command == "doctor":
