@@ -17,6 +17,7 @@ from typing import Annotated, Any, TypeVar, get_args, get_origin
 
 import pydantic
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic.fields import FieldInfo
 
@@ -57,10 +58,11 @@ def _validation_message(err: pydantic.ValidationError) -> str:
 
 
 class App:
-    def __init__(self, settings: Settings, db: Database, mcp: MCPServer) -> None:
+    def __init__(self, settings: Settings, db: Database) -> None:
         self.settings = settings
         self.db = db
-        self.mcp = mcp
+        self.mcp: MCPServer | None = None  # set by server.create_app once every domain has registered
+        self.tools: list[Tool] = []
         self.tool_names: list[str] = []
         # Background jobs run by the scheduler thread: (name, fn) pairs, see scheduler.py.
         self.jobs: list[tuple[str, Callable[[], Any]]] = []
@@ -125,11 +127,26 @@ class App:
             wrapper.__signature__ = sig  # type: ignore[attr-defined]
             doc = description or inspect.getdoc(fn) or ""
             tool_name = name or fn.__name__
-            self.mcp.add_tool(wrapper, name=tool_name, description=doc, annotations=annotations)
+            self.tools.append(_build_tool(fn, wrapper, tool_name, doc, annotations))
             self.tool_names.append(tool_name)
             return fn
 
         return decorator
+
+
+# Building a tool's argument model and JSON schema is the costly part of start-up; it depends only
+# on the function's code, so apps in one process (tests, doctor) build it once and copy it.
+_TOOL_TEMPLATES: dict[tuple[str, str, str], Tool] = {}
+
+
+def _build_tool(fn: Callable[..., Any], wrapper: Callable[..., Any], name: str, doc: str,
+                annotations: ToolAnnotations) -> Tool:
+    key = (fn.__module__, fn.__qualname__, name)
+    template = _TOOL_TEMPLATES.get(key)
+    if template is None:
+        template = Tool.from_function(wrapper, name=name, description=doc, annotations=annotations)
+        _TOOL_TEMPLATES[key] = template
+    return template.model_copy(update={"fn": wrapper})
 
 
 def check_name(value: Any, field: str) -> str:

@@ -33,11 +33,11 @@ def domain_modules() -> list[str]:
 def create_app(settings: Settings | None = None) -> App:
     settings = settings or Settings.from_env()
     db = open_database(settings)
-    mcp = MCPServer(name="vantage-peers", version=__version__, instructions=INSTRUCTIONS)
-    app = App(settings, db, mcp)
+    app = App(settings, db)
     for name in domain_modules():
         module = importlib.import_module(f"vantage_peers.domains.{name}.tools")
         module.register(app)
+    app.mcp = MCPServer(name="vantage-peers", version=__version__, instructions=INSTRUCTIONS, tools=app.tools)
     return app
 
 
