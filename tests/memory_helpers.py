@@ -60,6 +60,9 @@ class FakeEmbeddingServer:
         self.api_key = api_key
         self.dims = dims
         self.mode = "ok"  # "ok" | "503" | "400-on:<word>"
+        # Refuse (400) any input longer than this many UTF-8 bytes: a pessimistic stand-in for the
+        # model's token limit (a byte-level BPE token covers at least one byte).
+        self.max_input_bytes: int | None = None
         self.calls = 0
         self.inputs: list[str] = []
         self.auth_failures = 0
@@ -95,6 +98,8 @@ class FakeEmbeddingServer:
             return 503, {"error": {"message": "upstream unavailable", "type": "server_error"}}
         if self.mode.startswith("400-on:") and any(self.mode[7:] in str(t) for t in inputs):
             return 400, {"error": {"message": "input rejected", "type": "invalid_request"}}
+        if self.max_input_bytes is not None and any(len(str(t).encode()) > self.max_input_bytes for t in inputs):
+            return 400, {"error": {"message": "maximum context length exceeded", "type": "invalid_request_error"}}
         dims = int(body.get("dimensions") or self.dims)
         with self._lock:
             self.inputs.extend(inputs)

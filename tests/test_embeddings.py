@@ -161,6 +161,19 @@ def test_one_refused_item_does_not_block_its_batch(eapp, etools, server):
     assert job["content"] == "poison pill" and job["attempts"] == 1 and "400" in job["lastError"]
 
 
+def test_long_non_ascii_and_badly_tokenizing_memories_still_get_a_vector(eapp, etools, server):
+    server.max_input_bytes = 8_191  # as many tokens as text-embedding-3-* accept, counted pessimistically
+    texts = ["汉字" * 10_000, "🦘" * 5_000, "é" * 20_000, "0123456789abcdef" * 1_800, "short plain note"]
+    for text in texts:
+        put(etools, text)
+    result = run_embeddings(eapp)
+    assert result["embedded"] == 5 and result["failed"] == 0
+    assert count(eapp, "SELECT count(*) FROM embeddingJobs") == 0 and eapp.db.read(vectors.count) == 5
+    assert all(len(text.encode()) <= 8_191 for text in server.inputs)
+    # Non-ASCII text is cut by its estimated token cost up front; only the hex blob needed a retry.
+    assert sum(1 for text in server.inputs if text.startswith("0123")) == 1
+
+
 def test_leases_split_jobs_between_workers(eapp, etools):
     for i in range(10):
         put(etools, f"lease test {i}")
