@@ -19,6 +19,7 @@ import random
 import re
 import struct
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -63,6 +64,7 @@ class FakeEmbeddingServer:
         # Refuse (400) any input longer than this many UTF-8 bytes: a pessimistic stand-in for the
         # model's token limit (a byte-level BPE token covers at least one byte).
         self.max_input_bytes: int | None = None
+        self.delay = 0.0  # seconds to wait before answering (a hung endpoint)
         self.calls = 0
         self.inputs: list[str] = []
         self.auth_failures = 0
@@ -127,6 +129,8 @@ class FakeEmbeddingServer:
                 raw = self.rfile.read(length)
                 with fake._lock:
                     fake.calls += 1
+                if fake.delay:
+                    time.sleep(fake.delay)
                 if self.path.rstrip("/") != "/v1/embeddings":
                     status, body = 404, {"error": {"message": "not found"}}
                 elif self.headers.get("Authorization") != f"Bearer {fake.api_key}":

@@ -150,6 +150,23 @@ def test_endpoint_down_mid_run_loses_nothing_and_jobs_are_retried(eapp, etools, 
     assert etools.call("recall", query="vehicle note")["mode"] == "hybrid"
 
 
+def test_a_hung_endpoint_times_the_query_out_to_keyword_mode(eapp, etools, server):
+    target = put(etools, "The sedan needs a service")
+    run_embeddings(eapp)
+    svc = services(eapp)
+    svc.query_timeout = 0.2
+    server.delay = 1.0
+    calls = server.calls
+    found = etools.call("recall", query="sedan service")
+    assert found["mode"] == "keyword" and "unavailable" in found["reason"] and "Timeout" in found["reason"]
+    assert [i["_id"] for i in found["items"]] == [target]
+    # The breaker keeps the next queries off the dead endpoint instead of waiting each time.
+    again = etools.call("hybrid_search", query="sedan")
+    assert again["mode"] == "keyword" and "retrying shortly" in again["reason"]
+    assert server.calls == calls + 1
+    server.delay = 0.0
+
+
 def test_one_refused_item_does_not_block_its_batch(eapp, etools, server):
     server.mode = "400-on:poison"
     for text in ["fine one", "fine two", "poison pill", "fine three"]:
