@@ -324,3 +324,21 @@ def test_cli_reindex_shows_progress(eapp, etools, server, db_path, tmp_path, mon
     err = capsys.readouterr().err
     assert "reindex fake-embed-1:" in err and "5/5 100%" in err and "0/5 0%" in err
     assert eapp.db.read(vectors.count) == 5
+
+
+def test_ai_gateway_variables_and_dimensions_reach_the_endpoint(db_path, server):
+    from vantage_peers.settings import Settings
+
+    env = {"AI_GATEWAY_API_KEY": API_KEY, "AI_GATEWAY_BASE_URL": server.url, "VP_EMBEDDING_MODEL": MODEL,
+           "VP_EMBEDDING_DIMENSIONS": "32", "VP_DB_PATH": str(db_path), "VP_SCHEDULER": "off"}
+    app = create_app(Settings.from_env(env, dotenv=False))
+    try:
+        assert app.settings.embeddings == "openai"  # the gateway key alone turns embeddings on
+        with open_tools(app) as tools:
+            target = put(tools, "gateway automobile memory")
+            assert run_embeddings(app) == {"embedded": 1, "failed": 0}
+            assert server.auth_failures == 0 and app.db.read(vectors.recorded) == vectors.Recorded(MODEL, 32)
+            found = tools.call("recall", query="car")
+            assert found["mode"] == "hybrid" and found["items"][0]["_id"] == target
+    finally:
+        app.db.close()
