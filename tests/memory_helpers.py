@@ -19,6 +19,7 @@ import random
 import re
 import struct
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -60,6 +61,10 @@ class FakeEmbeddingServer:
         self.api_key = api_key
         self.dims = dims
         self.mode = "ok"  # "ok" | "503" | "400-on:<word>"
+        # Refuse (400) any input longer than this many UTF-8 bytes: a pessimistic stand-in for the
+        # model's token limit (a byte-level BPE token covers at least one byte).
+        self.max_input_bytes: int | None = None
+        self.delay = 0.0  # seconds to wait before answering (a hung endpoint)
         self.calls = 0
         self.inputs: list[str] = []
         self.auth_failures = 0
@@ -95,6 +100,8 @@ class FakeEmbeddingServer:
             return 503, {"error": {"message": "upstream unavailable", "type": "server_error"}}
         if self.mode.startswith("400-on:") and any(self.mode[7:] in str(t) for t in inputs):
             return 400, {"error": {"message": "input rejected", "type": "invalid_request"}}
+        if self.max_input_bytes is not None and any(len(str(t).encode()) > self.max_input_bytes for t in inputs):
+            return 400, {"error": {"message": "maximum context length exceeded", "type": "invalid_request_error"}}
         dims = int(body.get("dimensions") or self.dims)
         with self._lock:
             self.inputs.extend(inputs)
@@ -122,6 +129,8 @@ class FakeEmbeddingServer:
                 raw = self.rfile.read(length)
                 with fake._lock:
                     fake.calls += 1
+                if fake.delay:
+                    time.sleep(fake.delay)
                 if self.path.rstrip("/") != "/v1/embeddings":
                     status, body = 404, {"error": {"message": "not found"}}
                 elif self.headers.get("Authorization") != f"Bearer {fake.api_key}":

@@ -150,6 +150,23 @@ def test_endpoint_down_mid_run_loses_nothing_and_jobs_are_retried(eapp, etools, 
     assert etools.call("recall", query="vehicle note")["mode"] == "hybrid"
 
 
+def test_a_hung_endpoint_times_the_query_out_to_keyword_mode(eapp, etools, server):
+    target = put(etools, "The sedan needs a service")
+    run_embeddings(eapp)
+    svc = services(eapp)
+    svc.query_timeout = 0.2
+    server.delay = 1.0
+    calls = server.calls
+    found = etools.call("recall", query="sedan service")
+    assert found["mode"] == "keyword" and "unavailable" in found["reason"] and "Timeout" in found["reason"]
+    assert [i["_id"] for i in found["items"]] == [target]
+    # The breaker keeps the next queries off the dead endpoint instead of waiting each time.
+    again = etools.call("hybrid_search", query="sedan")
+    assert again["mode"] == "keyword" and "retrying shortly" in again["reason"]
+    assert server.calls == calls + 1
+    server.delay = 0.0
+
+
 def test_one_refused_item_does_not_block_its_batch(eapp, etools, server):
     server.mode = "400-on:poison"
     for text in ["fine one", "fine two", "poison pill", "fine three"]:
@@ -159,6 +176,19 @@ def test_one_refused_item_does_not_block_its_batch(eapp, etools, server):
     job = eapp.db.read(lambda c: c.one("SELECT m.content, j.attempts, j.lastError FROM embeddingJobs j "
                                        "JOIN memories m ON m.seq = j.memorySeq"))
     assert job["content"] == "poison pill" and job["attempts"] == 1 and "400" in job["lastError"]
+
+
+def test_long_non_ascii_and_badly_tokenizing_memories_still_get_a_vector(eapp, etools, server):
+    server.max_input_bytes = 8_191  # as many tokens as text-embedding-3-* accept, counted pessimistically
+    texts = ["汉字" * 10_000, "🦘" * 5_000, "é" * 20_000, "0123456789abcdef" * 1_800, "short plain note"]
+    for text in texts:
+        put(etools, text)
+    result = run_embeddings(eapp)
+    assert result["embedded"] == 5 and result["failed"] == 0
+    assert count(eapp, "SELECT count(*) FROM embeddingJobs") == 0 and eapp.db.read(vectors.count) == 5
+    assert all(len(text.encode()) <= 8_191 for text in server.inputs)
+    # Non-ASCII text is cut by its estimated token cost up front; only the hex blob needed a retry.
+    assert sum(1 for text in server.inputs if text.startswith("0123")) == 1
 
 
 def test_leases_split_jobs_between_workers(eapp, etools):
@@ -294,3 +324,21 @@ def test_cli_reindex_shows_progress(eapp, etools, server, db_path, tmp_path, mon
     err = capsys.readouterr().err
     assert "reindex fake-embed-1:" in err and "5/5 100%" in err and "0/5 0%" in err
     assert eapp.db.read(vectors.count) == 5
+
+
+def test_ai_gateway_variables_and_dimensions_reach_the_endpoint(db_path, server):
+    from vantage_peers.settings import Settings
+
+    env = {"AI_GATEWAY_API_KEY": API_KEY, "AI_GATEWAY_BASE_URL": server.url, "VP_EMBEDDING_MODEL": MODEL,
+           "VP_EMBEDDING_DIMENSIONS": "32", "VP_DB_PATH": str(db_path), "VP_SCHEDULER": "off"}
+    app = create_app(Settings.from_env(env, dotenv=False))
+    try:
+        assert app.settings.embeddings == "openai"  # the gateway key alone turns embeddings on
+        with open_tools(app) as tools:
+            target = put(tools, "gateway automobile memory")
+            assert run_embeddings(app) == {"embedded": 1, "failed": 0}
+            assert server.auth_failures == 0 and app.db.read(vectors.recorded) == vectors.Recorded(MODEL, 32)
+            found = tools.call("recall", query="car")
+            assert found["mode"] == "hybrid" and found["items"][0]["_id"] == target
+    finally:
+        app.db.close()

@@ -106,6 +106,8 @@ def test_relation_refusals(tools):
     assert "relations[0].type must be one of" in err
     # A failed store leaves nothing behind.
     assert tools.call("list_memories", namespace="n")["items"] == []
+    for name in ("text_search", "recall", "hybrid_search", "search_episodes_by_keyword"):
+        assert tools.call(name, query="x \ud800 y")["items"] == []  # the odd token is simply not searchable
 
 
 def test_soft_delete_hides_everywhere_but_get(tools):
@@ -183,3 +185,19 @@ def test_hostile_and_huge_inputs_give_results_or_clean_errors(tools):
         store(tools, "z" * 30_000, namespace="big")
     page = tools.call("list_memories", namespace="big", limit=200)
     assert len(page["items"]) == 1 and "nextCursor" in page
+
+
+def test_unpaired_surrogates_are_refused_cleanly(tools):
+    # Valid JSON ("\ud800"), but not valid Unicode: SQLite cannot store it.
+    calls = [("store_memory", dict(namespace="n", type="note", content="bad \ud800 text", createdBy="s")),
+             ("store_memory", dict(namespace="n/\udc00", type="note", content="c", createdBy="s")),
+             ("get_memory", dict(memoryId="mem_\ud800")),
+             ("list_memories", dict(namespace="a\ud800")),
+             ("store_episode", dict(namespace="n", createdBy="s", context="\udc00", goal="g", action="a",
+                                    outcome="o", insight="i", severity="minor"))]
+    for name, args in calls:
+        err = tools.error(name, **args)
+        assert "INVALID_ARGUMENT" in err and "surrogate" in err, (name, err)
+    assert tools.call("list_memories", namespace="n")["items"] == []
+    for name in ("text_search", "recall", "hybrid_search", "search_episodes_by_keyword"):
+        assert tools.call(name, query="x \ud800 y")["items"] == []  # the odd token is simply not searchable

@@ -123,6 +123,10 @@ class App:
                     raise
                 except pydantic.ValidationError as err:
                     raise InvalidArgument(_validation_message(err)) from None
+                except UnicodeEncodeError:
+                    # JSON allows an unpaired UTF-16 surrogate ("\\ud800") that UTF-8 (and SQLite) cannot store.
+                    raise InvalidArgument("a text argument holds an unpaired surrogate (invalid Unicode); "
+                                          "send valid UTF-8 text") from None
 
             wrapper.__signature__ = sig  # type: ignore[attr-defined]
             doc = description or inspect.getdoc(fn) or ""

@@ -12,9 +12,14 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-# text-embedding-3-* accept 8,191 tokens. Without a tokenizer we cut at a character count that
-# stays under that for ordinary text (≈3 characters per token at worst for prose and code).
-MAX_INPUT_CHARS = 24_000
+# text-embedding-3-* accept 8,191 tokens. Without a tokenizer we estimate: ASCII prose and code run
+# ≈3 characters per token at worst, while any other character (accents, CJK, emoji) may cost up to
+# one token per UTF-8 byte (a byte-level BPE token always covers at least one byte).
+MAX_INPUT_TOKENS = 8_000
+MAX_INPUT_CHARS = MAX_INPUT_TOKENS * 3  # for pure ASCII text
+# When the endpoint still refuses an input as too long (ASCII that tokenizes badly: hex, base64),
+# the indexer retries it cut to this many UTF-8 bytes, which no byte-level BPE can exceed in tokens.
+SAFE_INPUT_BYTES = 8_000
 BATCH_TIMEOUT_S = 30.0  # spec §27.9: an embedding call times out after 30,000 ms
 # Endpoints that refuse `input` items with this status refuse the item, not the whole batch; the
 # indexer then embeds that batch one item at a time so a single bad memory cannot block the rest.
@@ -39,9 +44,23 @@ class Embedder(Protocol):
 
 
 def prepare(text: str) -> str:
-    """The text sent to the model: bounded in length, never empty."""
-    text = text[:MAX_INPUT_CHARS]
+    """The text sent to the model: within the estimated token budget, never empty."""
+    if text.isascii():
+        text = text[:MAX_INPUT_CHARS]
+    else:
+        used = 0  # in thirds of a token: an ASCII character costs 1, any other 3 per UTF-8 byte
+        for i, ch in enumerate(text):
+            code = ord(ch)
+            used += 1 if code < 0x80 else 6 if code < 0x800 else 9 if code < 0x10000 else 12
+            if used > MAX_INPUT_CHARS:
+                text = text[:i]
+                break
     return text if text.strip() else "."
+
+
+def shorten(text: str) -> str:
+    """`text` cut to SAFE_INPUT_BYTES of UTF-8 (on a character boundary): under any token limit."""
+    return text.encode("utf-8", "surrogatepass")[:SAFE_INPUT_BYTES].decode("utf-8", "ignore")
 
 
 def check_vectors(vectors: list[list[float]], count: int) -> list[list[float]]:

@@ -9,7 +9,8 @@ domain's declared one (fix patterns), taking a batch from each in turn.
    Failure: bump `attempts`, push `nextAttemptAt` back exponentially, release the lease. Jobs are
    never dropped, so an endpoint outage loses nothing; they are retried when it comes back.
 A batch the endpoint refuses as a whole with 400/413/422 is retried one item at a time, so one
-unembeddable row cannot hold back the others.
+unembeddable row cannot hold back the others; a long item refused alone is retried once cut to
+SAFE_INPUT_BYTES (over the model's token limit despite the estimate in `prepare`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from ...db import Connection, Database
 from ...ids import now_ms
 from ...search import vectors
 from ...search.corpus import Corpus, discovered
-from ...search.embeddings import BATCH_TIMEOUT_S, PER_ITEM_STATUSES, Embedder, EmbeddingError
+from ...search.embeddings import (
+    BATCH_TIMEOUT_S,
+    PER_ITEM_STATUSES,
+    SAFE_INPUT_BYTES,
+    Embedder,
+    EmbeddingError,
+    shorten,
+)
 
 log = logging.getLogger("vantage_peers.embeddings")
 
@@ -97,6 +105,12 @@ def _embed_group(db: Database, embedder: Embedder, owner: str, jobs: list[dict[s
     try:
         vecs = embedder.embed([j["content"] for j in jobs], timeout=BATCH_TIMEOUT_S)
     except EmbeddingError as exc:
+        if exc.status in PER_ITEM_STATUSES and len(jobs) == 1 and not jobs[0].get("shortened") \
+                and len(jobs[0]["content"].encode("utf-8", "surrogatepass")) > SAFE_INPUT_BYTES:
+            # Refused alone and long: most likely over the model's token limit; a shorter prefix
+            # still gives the memory a vector instead of failing it forever.
+            short = {**jobs[0], "content": shorten(jobs[0]["content"]), "shortened": True}
+            return _embed_group(db, embedder, owner, [short], clock, corpus)
         if exc.status in PER_ITEM_STATUSES and len(jobs) > 1:
             done = failed = 0
             last: EmbeddingError | None = None
