@@ -180,3 +180,41 @@ def test_completing_last_task_completes_mission(tools):
     tools.call("complete_task", taskId=b, completionNote="second, commit def5678")
     got = call(tools, "get_mission", {"missionId": m})
     assert got["status"] == "complete" and got["taskCounts"]["done"] == 2
+
+
+def test_mission_completion_does_not_depend_on_order(tools):
+    """Cancelled tasks never block completion, whether they are cancelled before or after the last
+    done task; deleting the last open task counts too."""
+    m = mission(tools)
+    a, b = task(tools, missionId=m), task(tools, missionId=m)
+    tools.call("complete_task", taskId=a, completionNote="done, commit abc1234")
+    tools.call("update_task", taskId=b, status="cancelled", cancelReason="duplicate", callerOrchestrator="pi")
+    assert tools.call("get_mission", missionId=m)["status"] == "complete"
+    m2 = mission(tools)
+    c, d = task(tools, missionId=m2), task(tools, missionId=m2)
+    tools.call("complete_task", taskId=c, completionNote="done, commit abc1234")
+    assert tools.call("delete_task", taskId=d, callerOrchestrator="pi") == {"deleted": True}
+    assert tools.call("get_mission", missionId=m2)["status"] == "complete"
+    m3 = mission(tools)
+    e, f = task(tools, missionId=m3), task(tools, missionId=m3)
+    tools.call("complete_task", taskId=e, completionNote="done, commit abc1234")
+    tools.call("update_task", taskId=f, missionId=m, callerOrchestrator="pi")  # the last open task moves away
+    assert tools.call("get_mission", missionId=m3)["status"] == "complete"
+
+
+def test_update_to_done_keeps_explicit_completed_at(tools):
+    tid = task(tools)
+    tools.call("update_task", taskId=tid, status="done", completionNote="closed late, PR #9",
+               completedAt=1_780_000_000_000, actualMinutes=30)
+    doc = tools.call("get_task", taskId=tid)
+    assert doc["completedAt"] == 1_780_000_000_000 and doc["actualMinutes"] == 30
+
+
+def test_update_to_in_progress_applies_the_running_task_rule(tools):
+    a, b = task(tools), task(tools)
+    tools.call("start_task", taskId=a, callerOrchestrator="sigma")
+    err = tools.error("update_task", taskId=b, status="in_progress", callerOrchestrator="sigma")
+    assert "INVALID_STATE" in err and a in err
+    assert tools.call("get_task", taskId=b)["status"] == "todo"
+    tools.call("update_task", taskId=b, status="in_progress")  # no caller: no per-caller rule
+    assert tools.call("get_task", taskId=b)["status"] == "in_progress"

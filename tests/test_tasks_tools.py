@@ -144,6 +144,18 @@ def test_search_by_keyword(tools):
     assert tools.call("search_tasks_by_keyword", query="herosection", status="done")["items"] == []
 
 
+def test_search_results_stay_under_the_envelope_cap(tools):
+    """Search hits are full tasks (descriptions up to 200 KB): the answer is trimmed like a list page."""
+    for i in range(6):
+        task(tools, title=f"bulky {i}", description="bulky payload " + "x" * 30_000)
+    res = tools.raw("search_tasks_by_keyword", query="bulky", limit=50)
+    body = res.content[0].text
+    assert len(body.encode()) < 60_000
+    data = res.structured_content
+    assert 1 <= len(data["items"]) < 6 and data["truncated"] is True
+    assert "truncated" not in tools.call("search_tasks_by_keyword", query="bulky", limit=1)
+
+
 def test_update_partial_and_returns_null(tools):
     m = mission(tools)
     tid = task(tools, tags=["a"])

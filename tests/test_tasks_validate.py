@@ -83,3 +83,17 @@ def test_done_task_cannot_be_cancelled_in_lint(tools):
     tools.call("complete_task", taskId=tid, completionNote="done, commit abc1234")
     res = lint(tools, "update_task", taskId=tid, status="cancelled", cancelReason="r", callerOrchestrator="pi")
     assert res["failures"][0]["code"] == "INVALID_STATE"
+
+
+def test_lint_accepts_what_the_tool_accepts(tools):
+    """JSON-string arrays and numeric strings are normalised by the MCP layer before the real tool
+    runs; the lint must not report them as failures."""
+    dep = task(tools)
+    payload = {"title": "t", "assignedTo": "sigma", "priority": "high", "createdBy": "pi",
+               "tags": '["a", "b"]', "dependsOn": f'["{dep}"]', "estimatedMinutes": "30", "dueDate": "1790000000000"}
+    assert tools.call("validate_task_payload", tool="create_task", payload=payload)["valid"] is True
+    tid = tools.call("create_task", **payload)
+    doc = tools.call("get_task", taskId=tid)
+    assert doc["tags"] == ["a", "b"] and doc["dependsOn"] == [dep] and doc["estimatedMinutes"] == 30
+    bad = tools.call("validate_task_payload", tool="create_task", payload={**payload, "tags": "not json"})
+    assert [f["field"] for f in bad["failures"]] == ["tags"]

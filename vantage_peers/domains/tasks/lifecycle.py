@@ -49,9 +49,10 @@ def _run(conn: Connection, task: Mapping[str, Any], who: str | None, now: int) -
 
 
 def finish(conn: Connection, task: Mapping[str, Any], *, note: str, now: int,
-           actual_minutes: float | None = None) -> None:
+           actual_minutes: float | None = None, completed_at: int | None = None) -> None:
     """Make `task` done: close its segment, compute actualMinutes, then complete its mission if
-    every task is done and hand `#NNN` titles to the issue-link seam."""
+    every task is done and hand `#NNN` titles to the issue-link seam. `completed_at` is an explicit
+    completedAt given with update_task (default: now)."""
     segments.close_segment(conn, task_id=task["id"], now=now)
     total, count = segments.worked_ms(conn, task_id=task["id"])
     source = None
@@ -64,7 +65,7 @@ def finish(conn: Connection, task: Mapping[str, Any], *, note: str, now: int,
         "UPDATE tasks SET status = 'done', completedAt = ?, completionNote = ?, actualMinutes = coalesce(?, "
         "actualMinutes), durationSource = coalesce(?, durationSource), paused = 0, pausedAt = NULL, "
         "updatedAt = ? WHERE id = ?",
-        (now, note, actual_minutes, source, now, task["id"]),
+        (completed_at or now, note, actual_minutes, source, now, task["id"]),
     )
     missions.complete_if_all_done(conn, task.get("missionId"), now)
     link_issues_on_completion(conn, {**task, "status": "done", "completionNote": note})
@@ -148,23 +149,28 @@ def add_dependency(conn: Connection, *, task_id: str, depends_on: Any, caller: s
 def update_task(conn: Connection, *, task_id: str, payload: Mapping[str, Any], now: int,
                 max_minutes: int) -> None:
     """Partial update; a status change follows the lifecycle (segments, pause marker, completion)."""
-    task = require_task(conn, task_id)
-    raise_failures(update_failures(conn, task, payload, now=now, max_minutes=max_minutes))
+    before = require_task(conn, task_id)
+    raise_failures(update_failures(conn, before, payload, now=now, max_minutes=max_minutes))
     apply_fields(conn, task_id=task_id, payload=payload, now=now)
     status = payload.get("status")
-    releases_pause = status == "todo" and task["paused"]
-    if status is None or (status == task["status"] and not releases_pause):
-        return
-    task = require_task(conn, task_id)
-    if status == "done":
-        finish(conn, task, note=task["completionNote"], now=now, actual_minutes=payload.get("actualMinutes"))
-    elif status == "in_progress":
-        _run(conn, task, None, now)
-    else:
-        # todo / review / blocked / cancelled: the clock stops; an explicit todo releases a pause.
-        segments.close_segment(conn, task_id=task_id, now=now)
-        keep_blocker = ", blockedBy = NULL" if status != "blocked" else ""
-        _set_status(conn, task_id, status, now, f", paused = 0, pausedAt = NULL{keep_blocker}")
+    releases_pause = status == "todo" and before["paused"]
+    if status is not None and (status != before["status"] or releases_pause):
+        task = require_task(conn, task_id)
+        if status == "done":
+            finish(conn, task, note=task["completionNote"], now=now, actual_minutes=payload.get("actualMinutes"),
+                   completed_at=payload.get("completedAt"))
+        elif status == "in_progress":
+            _run(conn, task, None, now)
+        else:
+            # todo / review / blocked / cancelled: the clock stops; an explicit todo releases a pause.
+            segments.close_segment(conn, task_id=task_id, now=now)
+            keep_blocker = ", blockedBy = NULL" if status != "blocked" else ""
+            _set_status(conn, task_id, status, now, f", paused = 0, pausedAt = NULL{keep_blocker}")
+    # A task cancelled or moved to another mission may leave only done tasks behind in its mission;
+    # re-check it so that completion does not depend on the order of the calls.
+    moved = payload.get("missionId") not in (None, before["missionId"])
+    if moved or (status == "cancelled" and before["status"] != "cancelled"):
+        missions.complete_if_all_done(conn, before["missionId"], now)
 
 
 def checkout_task(conn: Connection, *, task_id: str, caller: str, instance: str | None,

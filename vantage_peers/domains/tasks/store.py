@@ -10,6 +10,7 @@ from ...errors import Forbidden, NotFound
 from ...ids import new_id, now_ms
 from ...paging import equals, keyset_page, to_doc
 from ...search.fts import fts_query, ranked, snippet_sql
+from ..missions import store as missions
 from . import segments
 from .rules import AUTO_GENERATED_SQL, OPEN_STATUSES, SYSTEM, TASK_LITE, status_sql
 from .validation import create_failures, load_task, raise_failures
@@ -110,6 +111,8 @@ def delete_task(conn: Connection, *, task_id: str, caller: str) -> dict[str, Any
         (task_id,),
     )
     conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+    # The deleted task may have been the last one not done in its mission.
+    missions.complete_if_all_done(conn, task["missionId"], now_ms())
     return {"deleted": True}
 
 

@@ -10,7 +10,7 @@ from pydantic import Field
 from ...app import App
 from ...errors import NotFound
 from ...ids import now_ms
-from ...paging import Fields, clamp_limit
+from ...paging import Fields, clamp_limit, fit_envelope
 from ..missions import store as missions
 from . import lifecycle, store, tools_lifecycle
 from .rules import TASK_ALIASES, TASK_STATUSES, resolve_status_filter
@@ -147,13 +147,15 @@ def register(app: App) -> None:
 
         Every word must match; operators and punctuation are plain text. Each hit carries `score`
         and a `snippet` of the title. Optional filters as in list_tasks. `limit` default 20, max 200.
-        Returns `{items}`.
+        Returns `{items}`; `truncated: true` when the best hits alone fill the 50 KB answer (narrow
+        the query or lower `limit`).
         """
         keep = _statuses(status)
         items = db.read(lambda c: store.search_tasks(
             c, query=query, limit=clamp_limit(limit), statuses=keep, assigned_to=assignedTo, project=project,
             mission_id=missionId))
-        return {"items": items}
+        fit = fit_envelope(items) if items else 0
+        return {"items": items[:fit], "truncated": True} if fit < len(items) else {"items": items}
 
     @app.tool("write")
     def update_task(

@@ -3,9 +3,10 @@ bulk completion, and the validate_task_payload lint."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from ...app import App
 from ...errors import InvalidArgument
@@ -14,6 +15,32 @@ from . import bulk, lifecycle
 from .validation import Failure, completion_failures, create_failures, load_task, update_failures
 
 LINTED_TOOLS = ("create_task", "update_task", "complete_task")
+# Non-string task fields as the real tools declare them. Before a tool body runs, the MCP layer parses
+# a JSON-string array ('["a"]') and pydantic's lax mode coerces ("30" -> 30.0); the lint reads the
+# payload the same way, so it never flags what the real tool accepts.
+_TYPED_FIELDS = {name: TypeAdapter(kind) for name, kind in {
+    "tags": list[str], "dependsOn": list[str], "estimatedMinutes": float, "actualMinutes": float,
+    "dueDate": int, "startedAt": int, "completedAt": int}.items()}
+
+
+def as_the_tool_reads(payload: dict[str, Any]) -> dict[str, Any]:
+    out = dict(payload)
+    for key, adapter in _TYPED_FIELDS.items():
+        value = out.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            try:
+                parsed = json.loads(value)
+            except (ValueError, RecursionError):
+                parsed = value
+            if not isinstance(parsed, str | int | float):
+                value = parsed
+        try:
+            out[key] = adapter.validate_python(value)
+        except ValidationError:
+            out[key] = value  # left as sent: the checks report it with a fix
+    return out
 
 
 class BulkFilter(BaseModel):
@@ -145,7 +172,7 @@ def register(app: App) -> None:
         """
         if tool not in LINTED_TOOLS:
             raise InvalidArgument(f"tool must be one of {', '.join(LINTED_TOOLS)}, got {tool!r}")
-        data = dict(payload)
+        data = as_the_tool_reads(payload)
         field = "createdBy" if tool == "create_task" else "callerOrchestrator"
         if data.get(field) in (None, "") and app.settings.orchestrator:
             data[field] = app.settings.orchestrator

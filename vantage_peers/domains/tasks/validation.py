@@ -15,6 +15,7 @@ from typing import Any
 from ...app import MAX_NAME_LENGTH
 from ...db import Connection, loads
 from ...errors import Conflict, Forbidden, InvalidArgument, InvalidState, NotFound, VantageError
+from . import segments
 from .rules import OPEN_STATUSES, PRIORITIES, SYSTEM, TASK_STATUSES, rbac_denial
 
 TITLE_MAX_BYTES = 2_000
@@ -269,6 +270,13 @@ def update_failures(conn: Connection, task: Mapping[str, Any], payload: Mapping[
             elif caller not in (SYSTEM, task["createdBy"]):
                 chk.fail("callerOrchestrator", f"only the creator ({task['createdBy']}) may cancel task "
                          f"{task['id']}", {"callerOrchestrator": task["createdBy"]}, "RBAC_DENIED")
+        elif status == "in_progress" and caller not in (None, SYSTEM):
+            # The start_task rule (spec 6): a caller runs one task at a time.
+            other = segments.running_task_of(conn, orchestrator=caller, other_than=task["id"])
+            if other is not None:
+                chk.fail("status", f"{caller} already has another task in progress with an open work segment: "
+                         f"{other['id']} ({other['title']!r}); pause_task or complete_task it first",
+                         {"tool": "pause_task", "taskId": other["id"]}, "INVALID_STATE")
         elif status == "done":
             note = payload.get("completionNote") or task.get("completionNote")
             explicit = payload.get("actualMinutes") is not None
