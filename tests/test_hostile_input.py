@@ -98,3 +98,12 @@ def test_network_filesystems_are_flagged(tmp_path):
     assert is_network_fs("nfs4") and is_network_fs("cifs") and is_network_fs("fuse.sshfs") and is_network_fs("smbfs")
     assert not is_network_fs("ext4") and not is_network_fs("apfs") and not is_network_fs(None)
     assert filesystem_type(tmp_path / "not" / "yet" / "there.db") is not None
+
+
+def test_schema_validation_errors_carry_the_code_and_the_field(tools):
+    err = tools.error("list_messages", limit="ten")
+    assert "INVALID_ARGUMENT: limit:" in err
+    err = tools.error("send_message", channel="b")
+    assert "INVALID_ARGUMENT: content: required argument is missing" in err
+    err = tools.error("send_message", **{"from": 5, "channel": "b", "content": "x"})
+    assert "INVALID_ARGUMENT: from:" in err

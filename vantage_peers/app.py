@@ -17,6 +17,7 @@ from typing import Annotated, Any, TypeVar, get_args, get_origin
 
 import pydantic
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic.fields import FieldInfo
@@ -53,7 +54,10 @@ def _validation_message(err: pydantic.ValidationError) -> str:
     parts = []
     for e in err.errors()[:5]:
         loc = ".".join(str(p) for p in e.get("loc", ())) or "value"
-        parts.append(f"{loc}: {e.get('msg')}")
+        if e.get("type") == "missing":
+            parts.append(f"{loc}: required argument is missing")
+        else:
+            parts.append(f"{loc}: {e.get('msg')}")
     return "; ".join(parts)
 
 
@@ -138,6 +142,21 @@ class App:
         return decorator
 
 
+class _Tool(Tool):
+    """A tool whose argument-validation failures read like every other error: `INVALID_ARGUMENT: field: why`."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            # The SDK validates arguments before our wrapper runs and reports pydantic's raw text.
+            if isinstance(exc.__cause__, pydantic.ValidationError) and not isinstance(exc, UnexpectedToolError):
+                message = _validation_message(exc.__cause__)
+                raise ToolError(f"Error executing tool {self.name}: INVALID_ARGUMENT: {message}; "
+                                "correct the named argument(s) and call again") from exc.__cause__
+            raise
+
+
 # Building a tool's argument model and JSON schema is the costly part of start-up; it depends only
 # on the function's code, so apps in one process (tests, doctor) build it once and copy it.
 _TOOL_TEMPLATES: dict[tuple[str, str, str], Tool] = {}
@@ -148,7 +167,8 @@ def _build_tool(fn: Callable[..., Any], wrapper: Callable[..., Any], name: str, 
     key = (fn.__module__, fn.__qualname__, name)
     template = _TOOL_TEMPLATES.get(key)
     if template is None:
-        template = Tool.from_function(wrapper, name=name, description=doc, annotations=annotations)
+        built = Tool.from_function(wrapper, name=name, description=doc, annotations=annotations)
+        template = _Tool.model_construct(**{field: getattr(built, field) for field in Tool.model_fields})
         _TOOL_TEMPLATES[key] = template
     return template.model_copy(update={"fn": wrapper})
 
