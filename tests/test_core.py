@@ -211,3 +211,36 @@ def test_nested_transactions(tmp_path):
         db.read(lambda c: db.write(lambda c2: c2.execute("DELETE FROM meta")))
     assert db.conn.scalar("SELECT count(*) FROM meta") == 2
     db.close()
+
+
+def test_scheduler_runs_jobs_under_lease_and_wakes_on_demand(tmp_path):
+    from conftest import make_settings
+
+    from vantage_peers.scheduler import Scheduler
+    from vantage_peers.server import create_app
+
+    app = create_app(make_settings(tmp_path / "s.db", tick_seconds=3600))
+    ran: list[str] = []
+    woke = threading.Event()
+    app.add_job("first", lambda: ran.append("first"))
+    app.add_job("second", lambda: (ran.append("second"), woke.set()))
+    app.add_job("broken", lambda: 1 / 0)
+    sched = Scheduler(app)
+    results = sched.run_once()
+    assert ran[-2:] == ["first", "second"] and isinstance(results["broken"], ZeroDivisionError)
+    # Another process holding a job's lease keeps this one from running it.
+    from vantage_peers.scheduler import try_lease
+    assert app.db.write(lambda c: try_lease(c, "job:first", "someone-else", 60_000))
+    ran.clear()
+    sched.run_once({"first"})
+    assert ran == []
+    # The thread runs everything once at start, then sleeps a whole tick unless woken.
+    sched.start()
+    assert woke.wait(10)
+    woke.clear()
+    ran.clear()
+    app.wake("second")
+    assert woke.wait(10)  # long before the one-hour tick
+    assert ran == ["second"]
+    sched.stop()
+    app.db.close()

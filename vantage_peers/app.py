@@ -70,6 +70,7 @@ class App:
         self.tool_names: list[str] = []
         # Background jobs run by the scheduler thread: (name, fn) pairs, see scheduler.py.
         self.jobs: list[tuple[str, Callable[[], Any]]] = []
+        self.scheduler: Any = None  # the Scheduler running this app's jobs, if any
         self._presence_lock = threading.Lock()
         self._presence_at = 0.0
 
@@ -107,6 +108,11 @@ class App:
 
     def add_job(self, name: str, fn: Callable[[], Any]) -> None:
         self.jobs.append((name, fn))
+
+    def wake(self, job: str) -> None:
+        """Ask this process's scheduler (when it runs one) to run `job` now rather than at the next tick."""
+        if self.scheduler is not None:
+            self.scheduler.wake(job)
 
     # -- registration -----------------------------------------------------------------------
     def tool(self, kind: str, *, name: str | None = None, description: str | None = None) -> Callable[[F], F]:

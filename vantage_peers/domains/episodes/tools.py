@@ -60,8 +60,10 @@ def register(app: App) -> None:
         payload["severity"] = check_choice(severity, "severity", SEVERITIES)
         content = memories.render_episode(payload)
         require_text(content, "episode", max_bytes=memories.MAX_CONTENT_BYTES)
-        return db.write(lambda c: memories.store_memory(
+        result = db.write(lambda c: memories.store_memory(
             c, namespace=ns, type="episode", content=content, created_by=who, episode=payload))
+        app.wake("embeddings")
+        return result
 
     @app.tool("read")
     def get_episode(memoryId: str) -> dict[str, Any] | None:

@@ -63,7 +63,9 @@ def register(app: App) -> None:
             "tags": text_list(tags, "tags"), "stack": text_list(stack, "stack"), "files": text_list(files, "files"),
             "validated_fix": _long(validatedFix, "validatedFix") if validatedFix is not None else None,
         }
-        return db.write(lambda c: store.create(c, created_by=creator, severity=severity, **args))
+        result = db.write(lambda c: store.create(c, created_by=creator, severity=severity, **args))
+        app.wake("embeddings")
+        return result
 
     @app.tool("read")
     def get_fix_pattern(patternId: str) -> dict[str, Any] | None:

@@ -117,10 +117,12 @@ def register(app: App) -> None:
         payload = _episode(episode)
         now = now_ms()
         expires = store.parse_ttl(ttl, now) if ttl is not None else None
-        return db.write(lambda c: store.store_memory(
+        result = db.write(lambda c: store.store_memory(
             c, namespace=ns, type=kind, content=text, created_by=who, relations=edges,
             is_latest=True if isLatest is None else bool(isLatest), ttl=ttl, expires_at=expires,
             episode=payload, now=now))
+        app.wake("embeddings")  # the write queued an embedding job: embed it now, not at the next tick
+        return result
 
     @app.tool("read")
     def get_memory(memoryId: str) -> dict[str, Any] | None:
