@@ -68,6 +68,8 @@ def test_require_party():
     require_party("system", [], action="do", role="owner")
     with pytest.raises(Forbidden, match="only owner \\(a or system\\)"):
         require_party("b", ["a"], action="do", role="owner")
+    with pytest.raises(Forbidden, match="only lead or creator \\(a or system\\)"):
+        require_party("b", ["a", "a"], action="do", role="lead or creator")
 
 
 RECORD_LISTS = ("list_diaries", "list_briefing_notes", "list_components", "list_mandates", "list_bus",
