@@ -4,7 +4,8 @@ Lifecycle: requested → accepted → in_progress → delivered → settled, one
 Who moves it: the fulfiller accepts, starts and delivers; the requester settles; `system` may do
 anything. Spending is recorded in `mandateSpending` (update_mandate `spend`) and `mandates.spent`
 in the same transaction; validate_mandate_spending and recording use the same `evaluate`, so a
-"yes" from validation is exactly what recording would allow at that moment.
+"yes" from validation is what recording would allow at that moment — except that recording, when
+the mandate approves categories, also needs a category (validation checks one only when given).
 """
 
 from __future__ import annotations
