@@ -76,3 +76,15 @@ def test_digest_rejects_bad_arguments(tools):
     assert "windowDays" in tools.error("improvisation_digest", windowDays="week")
     assert "orchestrators" in tools.error("improvisation_digest", orchestrators="sigma, pi")
     assert "INVALID_ARGUMENT" in tools.error("improvisation_digest", orchestrators=["  "])
+
+
+def test_digest_skips_expired_memories(tools, app):
+    """Expired memories are never returned anywhere else, so the digest does not sample them either."""
+    live = tools.call("store_memory", namespace="project/x", type="note", content="deployed at 4ddca2b",
+                      createdBy="tau")["memoryId"]
+    gone = tools.call("store_memory", namespace="project/x", type="note", content="shipped at ef91f6f",
+                      createdBy="tau")["memoryId"]
+    app.db.write(lambda c: c.execute("UPDATE memories SET expiresAt = ? WHERE id = ?", (now_ms() - 1_000, gone)))
+    d = tools.call("improvisation_digest")
+    assert [s["id"] for s in d["samples"]] == [live]
+    assert d["countsByOrch"] == {"tau": 1} and d["countsByCategory"] == {"memory": 1}

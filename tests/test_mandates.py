@@ -131,6 +131,9 @@ def test_validate_spending_checks_every_limit(tools):
     got = tools.call("get_mandate", mandateId=m["_id"], includeSpending=True)
     assert got["spent"] == 200_000 and len(got["spending"]) == 4
     assert got["spending"][0]["recordedBy"] == "alice" and got["spending"][0]["category"] == "content"
+    first = got["spending"][0]
+    assert first["_id"].startswith("msp_") and first["_creationTime"] == first["createdAt"]
+    assert not {"id", "seq", "mandateId"} & set(first)
 
 
 def test_budget_is_a_hard_cap_and_refused_spending_records_nothing(tools):
@@ -169,7 +172,9 @@ def test_fractional_amounts_stay_tidy(tools):
     m = mandate(tools, budget=1)
     advance(tools, m["_id"], "accepted")
     for _ in range(3):
-        tools.call("update_mandate", mandateId=m["_id"], callerOrchestrator="alice", spend={"amount": 0.1})
+        after = tools.call("update_mandate", mandateId=m["_id"], callerOrchestrator="alice", spend={"amount": 0.1})
+    assert after["spent"] == 0.3  # not 0.30000000000000004
+    assert tools.call("get_mandate", mandateId=m["_id"])["spent"] == 0.3
     v = tools.call("validate_mandate_spending", mandateId=m["_id"], proposedAmount=0.7)
     assert v["allowed"] and v["remainingBudget"] == 0.7 and v["remainingBudgetAfter"] == 0
 

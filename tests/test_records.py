@@ -68,3 +68,24 @@ def test_require_party():
     require_party("system", [], action="do", role="owner")
     with pytest.raises(Forbidden, match="only owner \\(a or system\\)"):
         require_party("b", ["a"], action="do", role="owner")
+    with pytest.raises(Forbidden, match="only lead or creator \\(a or system\\)"):
+        require_party("b", ["a", "a"], action="do", role="lead or creator")
+
+
+RECORD_LISTS = ("list_diaries", "list_briefing_notes", "list_components", "list_mandates", "list_bus",
+                "list_fix_patterns")
+
+
+@pytest.mark.parametrize("payload", [
+    {"t": [1], "i": "x"}, {"t": {"a": 1}, "i": "x"}, {"t": True, "i": "x"}, {"t": 10**30, "i": "x"},
+    {"createdBefore": 10**30}, {"createdBefore": [1]},
+])
+def test_forged_cursors_are_clean_errors(tools, payload):
+    """A decodable cursor holding a value SQLite cannot bind is refused, never an internal error."""
+    import base64
+    import json
+
+    forged = base64.urlsafe_b64encode(json.dumps(payload).encode()).decode().rstrip("=")
+    for tool in RECORD_LISTS:
+        assert tools.error(tool, cursor=forged).endswith(
+            "INVALID_ARGUMENT: cursor is not a cursor this server issued; pass nextCursor back unchanged"), tool

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
@@ -34,6 +35,17 @@ def encode_cursor(sort_value: Any, row_id: str) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+def _sortable(value: Any) -> bool:
+    """A sort value SQLite can bind: text, a 64-bit integer, a finite float (or NULL); never a list or bool."""
+    if value is None or isinstance(value, str):
+        return True
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**63
+    return isinstance(value, float) and math.isfinite(value)
+
+
 def decode_cursor(cursor: str | None) -> tuple[Any, str | None] | None:
     """(sort value, id) from a cursor; id is None for a legacy `{createdBefore}` cursor."""
     if cursor is None or cursor == "":
@@ -43,9 +55,9 @@ def decode_cursor(cursor: str | None) -> tuple[Any, str | None] | None:
         data = json.loads(base64.urlsafe_b64decode(padded.encode()))
     except (ValueError, binascii.Error, UnicodeError):
         raise InvalidArgument("cursor is not a cursor this server issued; pass nextCursor back unchanged") from None
-    if isinstance(data, dict) and "t" in data and isinstance(data.get("i"), str):
+    if isinstance(data, dict) and "t" in data and isinstance(data.get("i"), str) and _sortable(data["t"]):
         return data["t"], data["i"]
-    if isinstance(data, dict) and isinstance(data.get("createdBefore"), int | float):
+    if isinstance(data, dict) and _sortable(data.get("createdBefore")) and data.get("createdBefore") is not None:
         return data["createdBefore"], None
     raise InvalidArgument("cursor is not a cursor this server issued; pass nextCursor back unchanged")
 

@@ -151,7 +151,7 @@ class Table:
 
 def require_party(caller: str, parties: Iterable[str | None], *, action: str, role: str) -> None:
     """Allow `caller` when it is one of `parties` or `system`; otherwise RBAC_DENIED naming who may."""
-    allowed = [p for p in parties if p]
+    allowed = list(dict.fromkeys(p for p in parties if p))  # a lead who is also the creator is named once
     if caller == SYSTEM or caller in allowed:
         return
     names = " or ".join(allowed + [SYSTEM])

@@ -8,6 +8,7 @@ are never flagged (the A5 exclusions).
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import Counter
 from typing import Any
@@ -50,39 +51,51 @@ def _snippet(body: str) -> str:
     return ("…" if start else "") + text
 
 
-def _candidates(conn: Connection, since: int, orchestrators: list[str] | None) -> list[dict[str, Any]]:
-    """(id, category, orchestrator, author, body, at) for every record in the window without a footer."""
+def _queries(since: int, now: int, orchestrators: list[str] | None) -> list[tuple[str, str, list[Any]]]:
+    """(category, SQL, params) selecting (id, orch, author, body, at) for every record in the window
+    without a footer; expired memories are left out like everywhere else."""
     queries = [
         # Tasks: the assignee writes the completion note, so a claim in it is theirs.
         ("task",
          "SELECT id, CASE WHEN completionNote IS NOT NULL THEN assignedTo ELSE createdBy END AS orch, "
          "createdBy AS author, title || char(10) || coalesce(description, '') || char(10) || "
-         "coalesce('completionNote: ' || completionNote, '') AS body, updatedAt AS at FROM tasks WHERE updatedAt >= ?"),
+         "coalesce('completionNote: ' || completionNote, '') AS body, updatedAt AS at FROM tasks WHERE updatedAt >= ?",
+         [since]),
         ("message", "SELECT id, sender AS orch, sender AS author, content AS body, createdAt AS at "
-                    "FROM messages WHERE createdAt >= ?"),
+                    "FROM messages WHERE createdAt >= ?", [since]),
         ("memory", "SELECT id, createdBy AS orch, createdBy AS author, content AS body, createdAt AS at "
-                   "FROM memories WHERE createdAt >= ? AND isLatest = 1"),
+                   "FROM memories WHERE createdAt >= ? AND isLatest = 1 AND (expiresAt IS NULL OR expiresAt > ?)",
+         [since, now]),
     ]
-    rows = []
-    for category, sql in queries:
-        args: list[Any] = [since]
-        sql = f"SELECT * FROM ({sql}) WHERE instr(body, '{FOOTER}') = 0"
+    out = []
+    for category, sql, args in queries:
+        sql = f"SELECT id, orch, author, body, at FROM ({sql}) WHERE instr(body, '{FOOTER}') = 0"
         if orchestrators:
             sql += f" AND orch IN ({','.join('?' for _ in orchestrators)})"
-            args += orchestrators
-        rows += [{**r, "category": category} for r in conn.query(sql, args)]
-    return rows
+            args = [*args, *orchestrators]
+        out.append((category, sql, args))
+    return out
 
 
 def digest(conn: Connection, *, window_days: float, orchestrators: list[str] | None) -> dict[str, Any]:
-    since = now_ms() - int(window_days * DAY_MS)
-    hits = [r for r in _candidates(conn, since, orchestrators) if is_flagged(r["body"], r["author"])]
-    hits.sort(key=lambda r: (r["at"], r["id"]), reverse=True)
-    return {
-        "countsByOrch": dict(Counter(r["orch"] for r in hits)),
-        "countsByCategory": dict(Counter(r["category"] for r in hits)),
-        "samples": [
-            {"id": r["id"], "category": r["category"], "orchestrator": r["orch"], "snippet": _snippet(r["body"])}
-            for r in hits[:MAX_SAMPLES]
-        ],
-    }
+    """Rows are streamed and only hits are kept (counts, plus the 50 newest as samples), so a busy
+    window of large records never sits in memory at once."""
+    now = now_ms()
+    since = now - int(window_days * DAY_MS)
+    by_orch: Counter[str] = Counter()
+    by_category: Counter[str] = Counter()
+    newest: list[tuple[int, str, dict[str, str]]] = []  # min-heap of the MAX_SAMPLES newest hits
+    for category, sql, args in _queries(since, now, orchestrators):
+        for rid, orch, author, body, at in conn.raw.execute(sql, args):
+            if not is_flagged(body, author):
+                continue
+            by_orch[orch] += 1
+            by_category[category] += 1
+            entry = (at, rid, {"id": rid, "category": category, "orchestrator": orch, "snippet": _snippet(body)})
+            if len(newest) < MAX_SAMPLES:
+                heapq.heappush(newest, entry)
+            elif entry[:2] > newest[0][:2]:
+                heapq.heapreplace(newest, entry)
+    newest.sort(key=lambda e: (e[0], e[1]), reverse=True)
+    return {"countsByOrch": dict(by_orch), "countsByCategory": dict(by_category),
+            "samples": [sample for _, _, sample in newest]}

@@ -4,7 +4,8 @@ Lifecycle: requested → accepted → in_progress → delivered → settled, one
 Who moves it: the fulfiller accepts, starts and delivers; the requester settles; `system` may do
 anything. Spending is recorded in `mandateSpending` (update_mandate `spend`) and `mandates.spent`
 in the same transaction; validate_mandate_spending and recording use the same `evaluate`, so a
-"yes" from validation is exactly what recording would allow at that moment.
+"yes" from validation is what recording would allow at that moment — except that recording, when
+the mandate approves categories, also needs a category (validation checks one only when given).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from ...db import Connection, Row, loads
 from ...errors import InvalidArgument, InvalidState, VantageError
 from ...ids import new_id, now_ms
+from ...paging import to_doc
 from ...records import Table, require_party
 
 STATUSES = ("requested", "accepted", "in_progress", "delivered", "settled")
@@ -136,7 +138,8 @@ def record_spend(conn: Connection, row: Row, *, caller: str, amount: int | float
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
         (new_id("msp"), row["id"], amount, category, note, caller, now),
     )
-    conn.execute("UPDATE mandates SET spent = spent + ?, updatedAt = ?, updatedBy = ? WHERE id = ?",
+    # Rounded like every amount we report (6 decimals), so 0.1 + 0.2 is stored as 0.3.
+    conn.execute("UPDATE mandates SET spent = round(spent + ?, 6), updatedAt = ?, updatedBy = ? WHERE id = ?",
                  (amount, now, caller, row["id"]))
     return verdict
 
@@ -174,6 +177,6 @@ def get(conn: Connection, mandate_id: str, *, include_spending: bool) -> dict[st
     if doc is not None and include_spending:
         rows = conn.query("SELECT * FROM mandateSpending WHERE mandateId = ? ORDER BY createdAt DESC, id DESC "
                           "LIMIT 200", (mandate_id,))
-        doc["spending"] = [{k: v for k, v in r.items() if k not in ("seq", "mandateId") and v is not None}
-                           for r in rows]
+        # Documents like every other: `_id`, `_creationTime`, no nulls (the mandate id is the parent's).
+        doc["spending"] = [{k: v for k, v in to_doc(r).items() if k != "mandateId"} for r in rows]
     return doc

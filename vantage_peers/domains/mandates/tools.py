@@ -159,7 +159,8 @@ def register(app: App) -> None:
 
         Checks, against spending recorded with update_mandate `spend`: the mandate is accepted
         and not settled; remaining budget; `maxPerTransaction`; `maxPerPeriod` over the last
-        `periodDays`; `category` in `approvedCategories` (when both are given). Returns
+        `periodDays`; `category` in `approvedCategories` (when both are given; recording the spend
+        will need a category when the mandate approves categories). Returns
         `{allowed, reason, reasons?, remainingBudget, remainingInPeriod?, …}`; nothing is recorded.
         """
         amount = number(proposedAmount, "proposedAmount", positive=True)
