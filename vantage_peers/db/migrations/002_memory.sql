@@ -29,6 +29,7 @@ CREATE INDEX memories_by_namespace_type ON memories (namespace, type, createdAt 
 CREATE INDEX memories_by_type ON memories (type, createdAt DESC, id DESC);
 CREATE INDEX memories_by_creator ON memories (createdBy, type, createdAt DESC, id DESC);
 CREATE INDEX memories_expiring ON memories (expiresAt) WHERE expiresAt IS NOT NULL;
+CREATE INDEX memories_by_time ON memories (createdAt DESC, id DESC);  -- time-window scans (improvisation_digest)
 
 CREATE VIRTUAL TABLE memories_fts USING fts5 (
     content, nsKey, content = 'memories', content_rowid = 'seq', tokenize = 'unicode61 remove_diacritics 2'
