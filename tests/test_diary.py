@@ -127,3 +127,7 @@ def test_store_upsert_on_a_file(db_path):
         assert db.read(lambda c: store.get_diary(c, orchestrator="sigma", date="2026-05-29"))["content"] == "v4"
     finally:
         db.close()
+
+
+def test_list_diaries_refuses_an_inverted_range(tools):
+    assert "INVALID_ARGUMENT" in tools.error("list_diaries", **{"from": "2026-03-05", "to": "2026-03-01"})

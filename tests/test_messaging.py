@@ -139,3 +139,11 @@ def test_messages_survive_a_new_server_on_the_same_file(settings):
     with open_tools(b) as t:
         assert [m["content"] for m in t.call("check_messages", recipient="bob")] == ["persisted"]
     b.db.close()
+
+
+def test_keyword_search_answers_stay_under_the_envelope_cap(team):
+    for i in range(12):
+        send(team, "alice", "bob", f"needle {i} " + "hay " * 5000)
+    out = team.call("search_messages_by_keyword", query="needle", limit=200)
+    assert out["truncated"] is True and 0 < len(out["items"]) < 12
+    assert "truncated" not in team.call("search_messages_by_keyword", query="needle", limit=1)

@@ -116,6 +116,12 @@ def equals(pairs: Iterable[tuple[str, Any]]) -> tuple[list[str], list[Any]]:
     return where, params
 
 
+def capped(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """`{items}` for a search answer, cut to the envelope cap; `truncated: true` says hits were dropped."""
+    fit = fit_envelope(items) if items else 0
+    return {"items": items[:fit], "truncated": True} if fit < len(items) else {"items": items}
+
+
 def keyset_page(
     conn: Connection,
     *,

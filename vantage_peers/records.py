@@ -20,7 +20,7 @@ from typing import Any
 from .db import Connection, Row, dumps
 from .errors import Forbidden, InvalidArgument, NotFound
 from .ids import new_id, now_ms
-from .paging import DEFAULT_LIMIT, equals, fit_envelope, keyset_page, to_doc
+from .paging import DEFAULT_LIMIT, equals, keyset_page, to_doc
 from .search.fts import ranked
 
 SYSTEM = "system"
@@ -145,8 +145,7 @@ class Table:
             [match, *params, limit],
         )
         dropped = set(drop)
-        out = ranked(rows, lambda row: {k: v for k, v in self.doc(row).items() if k not in dropped})
-        return out[: fit_envelope(out)] if out else out
+        return ranked(rows, lambda row: {k: v for k, v in self.doc(row).items() if k not in dropped})
 
 
 def require_party(caller: str, parties: Iterable[str | None], *, action: str, role: str) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from ...app import App
 from ...errors import InvalidArgument
-from ...paging import Fields, check_fields, clamp_limit
+from ...paging import Fields, capped, check_fields, clamp_limit
 from ...records import MAX_CONTENT_BYTES, MAX_FIELD_BYTES, query_text, text, text_list
 from ...search.doctrine import with_doctrine
 from . import store
@@ -119,7 +119,7 @@ def register(app: App) -> None:
     ) -> dict[str, Any]:
         words = query_text(query)
         size = clamp_limit(limit)
-        return {"items": db.read(lambda c: store.search_notes(c, query=words, topic=topic, limit=size))}
+        return capped(db.read(lambda c: store.search_notes(c, query=words, topic=topic, limit=size)))
 
     @app.tool("destructive")
     def delete_briefing_note(noteId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ...app import App
 from ...errors import InvalidArgument
-from ...paging import Fields, clamp_limit
+from ...paging import Fields, capped, clamp_limit
 from ...records import MAX_CONTENT_BYTES, query_text, text
 from . import store
 
@@ -149,4 +149,4 @@ def register(app: App) -> None:
         """
         words = query_text(query)
         size = clamp_limit(limit)
-        return {"items": db.read(lambda c: store.search(c, query=words, type_=type, limit=size))}
+        return capped(db.read(lambda c: store.search(c, query=words, type_=type, limit=size)))

@@ -66,6 +66,8 @@ def register(app: App) -> None:
         """
         start = iso_date(from_, "from") if from_ is not None else None
         end = iso_date(to, "to") if to is not None else None
+        if start is not None and end is not None and start > end:
+            raise InvalidArgument(f"from ({start}) must be on or before to ({end})")
         return db.read(
             lambda c: store.list_diaries(
                 c, orchestrator=orchestrator, date_from=start, date_to=end, limit=limit, cursor=cursor,

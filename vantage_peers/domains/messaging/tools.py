@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ...app import App, check_name, require_text
 from ...errors import Forbidden, InvalidArgument, NotFound
-from ...paging import Fields, clamp_limit
+from ...paging import Fields, capped, clamp_limit
 from . import store
 
 MAX_CONTENT_BYTES = 1_000_000
@@ -144,5 +144,5 @@ def register(app: App) -> None:
         `limit` default 20, max 200. Returns `{items}`.
         """
         size = clamp_limit(limit)
-        items = db.read(lambda c: store.search_messages(c, query=query, limit=size, sender=from_, channel=channel))
-        return {"items": items}
+        return capped(db.read(lambda c: store.search_messages(c, query=query, limit=size, sender=from_,
+                                                              channel=channel)))

@@ -10,7 +10,7 @@ from pydantic import Field
 from ...app import App
 from ...errors import NotFound
 from ...ids import now_ms
-from ...paging import Fields, clamp_limit, fit_envelope
+from ...paging import Fields, capped, clamp_limit
 from ..missions import store as missions
 from . import lifecycle, store, tools_lifecycle
 from .rules import TASK_ALIASES, TASK_STATUSES, resolve_status_filter
@@ -154,8 +154,7 @@ def register(app: App) -> None:
         items = db.read(lambda c: store.search_tasks(
             c, query=query, limit=clamp_limit(limit), statuses=keep, assigned_to=assignedTo, project=project,
             mission_id=missionId))
-        fit = fit_envelope(items) if items else 0
-        return {"items": items[:fit], "truncated": True} if fit < len(items) else {"items": items}
+        return capped(items)
 
     @app.tool("write")
     def update_task(
