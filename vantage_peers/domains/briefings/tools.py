@@ -23,7 +23,7 @@ LIST_BRIEFING_NOTES_TOOL_DESCRIPTION = with_doctrine("""List briefing notes newe
 SEARCH_BRIEFING_NOTES_BY_KEYWORD_TOOL_DESCRIPTION = with_doctrine("""Full-text (BM25) search over briefing notes (title, content, decisions), best first.
 
 Every word of `query` must match; operators and punctuation are plain text. Optional `topic`
-filter; `limit` default 20, max 200. Returns `{items}`, each note with `score` and `snippet`.
+filter; `limit` default 20, max 200. Returns `{items}` (each with `score`, `snippet`), `truncated: true` when cut to 50 KB.
 """)
 
 

@@ -145,7 +145,7 @@ def register(app: App) -> None:
         """Find components whose name or team contains the words of `query` (substring, BM25-ranked).
 
         Optional `type` filter; `limit` default 20, max 200. Returns `{items}` without `content`
-        (fetch it with get_component), each with a `score`.
+        (fetch it with get_component), each with a `score`; `truncated: true` when cut to 50 KB.
         """
         words = query_text(query)
         size = clamp_limit(limit)

@@ -141,7 +141,7 @@ def register(app: App) -> None:
         """Full-text (BM25) search over message content; best matches first, each with a `snippet`.
 
         Every word must match; operators and punctuation in `query` are treated as plain text.
-        `limit` default 20, max 200. Returns `{items}`.
+        `limit` default 20, max 200. Returns `{items}`, plus `truncated: true` when the hits were cut to fit 50,000 bytes.
         """
         size = clamp_limit(limit)
         return capped(db.read(lambda c: store.search_messages(c, query=query, limit=size, sender=from_,
