@@ -109,3 +109,28 @@ def open_tools(app: App):
 def tools(app: App) -> Iterator[Tools]:
     with open_tools(app) as t:
         yield t
+
+
+# Embedding fixtures: a real OpenAI-compatible server on 127.0.0.1 and an app that uses it.
+@pytest.fixture
+def server():
+    from memory_helpers import FakeEmbeddingServer
+
+    fake = FakeEmbeddingServer()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def eapp(db_path: Path, server) -> Iterator[App]:
+    from memory_helpers import embedding_settings
+
+    application = create_app(embedding_settings(db_path, server))
+    yield application
+    application.db.close()
+
+
+@pytest.fixture
+def etools(eapp: App) -> Iterator[Tools]:
+    with open_tools(eapp) as t:
+        yield t

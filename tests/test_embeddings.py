@@ -11,7 +11,6 @@ from memory_helpers import (
     API_KEY,
     DIMS,
     MODEL,
-    FakeEmbeddingServer,
     child_embed,
     embedding_settings,
     run_embeddings,
@@ -21,26 +20,6 @@ from vantage_peers.domains.memory import indexer, maintenance
 from vantage_peers.domains.memory.services import services
 from vantage_peers.search import vectors
 from vantage_peers.server import create_app
-
-
-@pytest.fixture
-def server():
-    fake = FakeEmbeddingServer()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture
-def eapp(db_path, server):
-    application = create_app(embedding_settings(db_path, server))
-    yield application
-    application.db.close()
-
-
-@pytest.fixture
-def etools(eapp):
-    with open_tools(eapp) as t:
-        yield t
 
 
 def put(tools, content, namespace="project/cars", type="note"):

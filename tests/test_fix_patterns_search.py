@@ -8,7 +8,7 @@ import io
 import pytest
 from conftest import open_tools
 from fix_patterns_helpers import create
-from memory_helpers import DIMS, MODEL, FakeEmbeddingServer, embedding_settings, run_embeddings
+from memory_helpers import DIMS, MODEL, embedding_settings, run_embeddings
 
 from vantage_peers.domains.fix_patterns.embedding import VEC
 from vantage_peers.domains.memory import maintenance
@@ -23,26 +23,6 @@ OTHERS = [("Login button unresponsive on Safari", "Event listener attached befor
           ("Images blurry on retina screens", "Missing srcset for 2x assets"),
           ("Invoice totals rounded wrongly", "Float arithmetic on money amounts")]
 QUERY = "database release"  # shares no keyword with any pattern
-
-
-@pytest.fixture
-def server():
-    fake = FakeEmbeddingServer()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture
-def eapp(db_path, server):
-    application = create_app(embedding_settings(db_path, server))
-    yield application
-    application.db.close()
-
-
-@pytest.fixture
-def etools(eapp):
-    with open_tools(eapp) as t:
-        yield t
 
 
 def seed(tools, project="myreeldream"):

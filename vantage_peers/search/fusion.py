@@ -7,8 +7,9 @@ ranker needs calibrating against the other.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 RRF_K = 60
 
@@ -42,3 +43,29 @@ def rrf(lists: Mapping[str, Sequence[Hashable]], *, k: int = RRF_K, limit: int |
             item.ranks[name] = position
     ordered = sorted(fused.values(), key=lambda f: (-f.score, min(f.ranks.values())))
     return ordered[:limit] if limit is not None else ordered
+
+
+def fused_docs(fused: Sequence[Fused], rows: Mapping[Hashable, dict[str, Any]], distances: Mapping[Hashable, float],
+               shape: Callable[[dict[str, Any]], dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """Fused hits as documents: `score`, `matchedBy`, `ranks`, `similarity` (vector hits) and `snippet`
+    (keyword hits). Keys with no row (left the scope, or deleted since they were indexed) are skipped."""
+    items: list[dict[str, Any]] = []
+    for hit in fused:
+        row = rows.get(hit.key)
+        if row is None:
+            continue
+        row = dict(row)
+        snippet = row.pop("snippet", None)
+        row.pop("rank", None)
+        doc = shape(row)
+        doc["score"] = round(hit.score, 6)
+        doc["matchedBy"] = hit.matched_by
+        doc["ranks"] = hit.ranks
+        if hit.key in distances:
+            doc["similarity"] = round(1.0 - distances[hit.key], 6)
+        if snippet is not None:
+            doc["snippet"] = snippet
+        items.append(doc)
+        if len(items) >= limit:
+            break
+    return items

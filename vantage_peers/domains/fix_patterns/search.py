@@ -19,7 +19,7 @@ from ...db import Connection, Row
 from ...paging import fit_envelope
 from ...search import vectors
 from ...search.fts import fts_query, snippet_sql
-from ...search.fusion import rrf
+from ...search.fusion import fused_docs, rrf
 from .embedding import VEC
 from .store import pattern_doc
 
@@ -71,25 +71,7 @@ def search(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
     if missing:
         marks = ",".join("?" for _ in missing)
         rows.update({r["seq"]: r for r in conn.query(f"SELECT * FROM fixPatterns WHERE seq IN ({marks})", missing)})
-    items: list[dict[str, Any]] = []
-    for hit in fused:
-        row = rows.get(hit.key)
-        if row is None:  # a vector whose pattern was deleted since
-            continue
-        row = dict(row)
-        snippet = row.pop("snippet", None)
-        row.pop("rank", None)
-        doc = pattern_doc(row)
-        doc["score"] = round(hit.score, 6)
-        doc["matchedBy"] = hit.matched_by
-        doc["ranks"] = hit.ranks
-        if hit.key in distances:
-            doc["similarity"] = round(1.0 - distances[hit.key], 6)
-        if snippet is not None:
-            doc["snippet"] = snippet
-        items.append(doc)
-        if len(items) >= limit:
-            break
+    items = fused_docs(fused, rows, distances, pattern_doc, limit)
     envelope: dict[str, Any] = {"mode": "hybrid"} if vector is not None else {
         "mode": "keyword", "reason": reason or "no query embedding"}
     fit = fit_envelope(items, extra=envelope)

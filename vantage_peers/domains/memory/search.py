@@ -18,7 +18,7 @@ from ...db import Connection, Row
 from ...paging import fit_envelope
 from ...search import vectors
 from ...search.fts import fts_query, ranked, snippet_sql
-from ...search.fusion import rrf
+from ...search.fusion import fused_docs, rrf
 from ...search.vectors import Scope
 from .store import LIVE, memory_doc, scope_sql
 
@@ -137,25 +137,7 @@ def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
     fused = rrf(lists)
     where, params = _filters(scope, types, include_superseded, now)
     rows = _rows_by_seq(conn, [f.key for f in fused if f.key not in kw_rows], where, params)
-    items: list[dict[str, Any]] = []
-    for hit in fused:
-        row = kw_rows.get(hit.key) or rows.get(hit.key)
-        if row is None:  # vector row of a memory that left the scope since it was indexed
-            continue
-        row = dict(row)
-        snippet = row.pop("snippet", None)
-        row.pop("rank", None)
-        doc = shape(row)
-        doc["score"] = round(hit.score, 6)
-        doc["matchedBy"] = hit.matched_by
-        doc["ranks"] = hit.ranks
-        if hit.key in distances:
-            doc["similarity"] = round(1.0 - distances[hit.key], 6)
-        if snippet is not None:
-            doc["snippet"] = snippet
-        items.append(doc)
-        if len(items) >= limit:
-            break
+    items = fused_docs(fused, {**rows, **kw_rows}, distances, shape, limit)
     if vector is None:
         envelope: dict[str, Any] = {"mode": "keyword", "reason": reason or "no query embedding", "items": items}
     else:
