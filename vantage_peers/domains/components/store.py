@@ -13,6 +13,7 @@ from typing import Any
 from ...db import Connection
 from ...errors import NotFound
 from ...ids import new_id, now_ms
+from ...paging import equals
 from ...records import Table, require_party
 from ...search.fts import fts_query
 
@@ -91,13 +92,7 @@ def get(conn: Connection, *, name: str, type_: str, version: str | None = None,
     if version is None and revision is None:
         doc["revisions"] = conn.scalar("SELECT count(*) FROM componentRevisions WHERE componentId = ?", (row["id"],))
         return doc
-    clauses, args = ["componentId = ?"], [row["id"]]
-    if revision is not None:
-        clauses.append("revision = ?")
-        args.append(revision)
-    if version is not None:
-        clauses.append("version = ?")
-        args.append(version)
+    clauses, args = equals((("componentId", row["id"]), ("revision", revision), ("version", version)))
     old = conn.one(
         f"SELECT * FROM componentRevisions WHERE {' AND '.join(clauses)} ORDER BY revision DESC LIMIT 1", args
     )
