@@ -50,3 +50,38 @@ def test_version_and_doctor(tmp_path):
     bad = subprocess.run([_script(), "doctor"], capture_output=True, text=True, timeout=120,
                          env={**env, "VP_DB_PATH": str(blocker / "x.db")}, cwd=tmp_path)
     assert bad.returncode != 0 and "FAIL" in bad.stdout
+
+
+def test_stdio_server_embeds_in_the_background_and_recalls_by_meaning(tmp_path):
+    """The product path: console script + scheduler thread + OpenAI-compatible endpoint on loopback."""
+    import time
+
+    from memory_helpers import API_KEY, MODEL, FakeEmbeddingServer
+
+    fake = FakeEmbeddingServer()
+    env = {**os.environ, "VP_DB_PATH": str(tmp_path / "bg.db"), "VP_ORCHESTRATOR": "alice",
+           "OPENAI_API_KEY": API_KEY, "OPENAI_BASE_URL": fake.url, "VP_EMBEDDING_MODEL": MODEL,
+           "VP_TICK_SECONDS": "3600"}  # only the wake-up after a write can embed within this test
+    params = StdioServerParameters(command=_script(), args=[], env=env, cwd=str(tmp_path))
+
+    async def main():
+        async with Client(params) as client:
+            stored = await client.call_tool("store_memory", {
+                "namespace": "project/cars", "type": "note", "content": "The automobile needs new tyres"})
+            assert not stored.is_error
+            target = stored.structured_content["memoryId"]
+            deadline = time.monotonic() + 30
+            while True:
+                found = (await client.call_tool("recall", {"query": "car", "namespace": "project/cars"}))
+                data = found.structured_content
+                if data["mode"] != "keyword" and data["items"]:
+                    break
+                assert time.monotonic() < deadline, f"never embedded: {data}"
+                await anyio.sleep(0.1)
+            assert data["items"][0]["_id"] == target and "vector" in data["items"][0]["matchedBy"]
+
+    try:
+        anyio.run(main)
+    finally:
+        fake.stop()
+    assert fake.calls >= 2  # the document, then the query
