@@ -87,10 +87,17 @@ class App:
             return None
         return check_name(value, field)
 
-    def instance(self, value: str | None) -> str | None:
+    def instance(self, value: str | None, who: str | None = None, field: str = "instanceId") -> str | None:
+        """The explicit instance id, else VP_INSTANCE_ID, but only for VP_ORCHESTRATOR itself.
+
+        `who` is the orchestrator the instance belongs to: this server's instance is never lent to
+        another orchestrator acted for explicitly (it would register a foreign instance id).
+        """
         if value is None or value == "":
+            if who is not None and who != self.settings.orchestrator:
+                return None
             return self.settings.instance_id
-        return check_name(value, "instanceId")
+        return check_name(value, field)
 
     def touch_presence(self) -> None:
         """Refresh this process's orchestrator instance `lastSeen` (throttled)."""

@@ -35,7 +35,7 @@ def register(app: App) -> None:
         day = iso_date(date, "date")
         body = text(content, "content", max_bytes=MAX_CONTENT_BYTES)
         hi, bl = text_list(highlights, "highlights"), text_list(blockers, "blockers")
-        inst = app.instance(instanceId)
+        inst = app.instance(instanceId, who)
         return db.write(
             lambda c: store.write_diary(
                 c, date=day, orchestrator=who, content=body, highlights=hi, blockers=bl, instance_id=inst

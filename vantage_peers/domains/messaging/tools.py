@@ -41,7 +41,7 @@ def register(app: App) -> None:
         target = check_name(instanceId, "instanceId") if instanceId else None
         if target and ("," in channel or channel == store.BROADCAST):
             raise InvalidArgument("instanceId targets one role's instance; it cannot be used with a list or broadcast")
-        from_inst = app.instance(fromInstanceId)
+        from_inst = app.instance(fromInstanceId, sender, "fromInstanceId")
         return db.write(
             lambda c: store.send_message(
                 c, sender=sender, channel=channel.strip(), content=text, from_instance_id=from_inst,
@@ -64,7 +64,7 @@ def register(app: App) -> None:
         created after it. Returns at most `limit` (default 100, max 500): mark them read to see more.
         """
         who = app.caller(recipient, "recipient")
-        inst = app.instance(recipientInstanceId)
+        inst = app.instance(recipientInstanceId, who, "recipientInstanceId")
         size = clamp_limit(limit, store.CHECK_DEFAULT_LIMIT, store.CHECK_MAX_LIMIT)
         return db.read(
             lambda c: store.check_messages(

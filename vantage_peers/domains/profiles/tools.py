@@ -39,7 +39,7 @@ def register(app: App) -> None:
         Creating a profile adds the orchestrator to `broadcast` delivery. Returns the profile.
         """
         who = app.caller(orchestratorId, "orchestratorId")
-        inst = app.instance(instanceId)
+        inst = app.instance(instanceId, who)
         return db.write(
             lambda c: store.update_profile(
                 c,
@@ -60,7 +60,7 @@ def register(app: App) -> None:
         Also registers presence (creates the profile if needed and refreshes `lastSeen`).
         """
         who = app.caller(orchestratorId, "orchestratorId")
-        inst = app.instance(instanceId) or ""
+        inst = app.instance(instanceId, who) or ""
         text = require_text(summary, "summary", max_bytes=10_000)
         row = db.write(lambda c: store.set_summary(c, orchestrator_id=who, instance_id=inst, summary=text))
         label = f"{who}/{inst}" if inst else who

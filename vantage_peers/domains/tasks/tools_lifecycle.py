@@ -134,7 +134,7 @@ def register(app: App) -> None:
         opens a work segment, like start_task.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
-        instance, now = app.instance(callerInstance), now_ms()
+        instance, now = app.instance(callerInstance, caller, "callerInstance"), now_ms()
         return db.write(lambda c: lifecycle.checkout_task(c, task_id=taskId, caller=caller, instance=instance,
                                                           now=now))
 

@@ -1,0 +1,47 @@
+"""Cross-domain consistency: what an agent sees is the same from one domain to the next."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import make_settings, open_tools
+
+from vantage_peers.server import create_app
+
+
+@pytest.fixture
+def sigma(db_path):
+    """Tools of a server started as VP_ORCHESTRATOR=sigma, VP_INSTANCE_ID=sigma-1."""
+    application = create_app(make_settings(db_path, orchestrator="sigma", instance_id="sigma-1"))
+    with open_tools(application) as t:
+        yield t
+    application.db.close()
+
+
+def test_the_server_instance_is_not_lent_to_another_orchestrator(sigma):
+    """VP_INSTANCE_ID names this server's copy of VP_ORCHESTRATOR, never some other orchestrator's."""
+    sigma.call("update_profile", orchestratorId="pi")
+    sigma.call("set_summary", orchestratorId="pi", summary="reviewing")
+    assert [i.get("instanceId") for i in sigma.call("get_profile", orchestratorId="pi")["instances"]] == [None]
+    sigma.call("send_message", channel="tau", content="hi", **{"from": "pi"})
+    assert "fromInstanceId" not in sigma.call("list_messages", **{"from": "pi"})["items"][0]
+    entry = sigma.call("write_diary", orchestrator="pi", date="2026-01-02", content="x")
+    assert "instanceId" not in sigma.call("get_diary", orchestrator="pi", date="2026-01-02")
+    assert entry
+    task = sigma.call("create_task", title="t", assignedTo="pi", priority="low")
+    assert sigma.call("checkout_task", taskId=task, callerOrchestrator="pi")["claimed"] is True
+    assert "assignedToInstance" not in sigma.call("get_task", taskId=task)
+    # sigma-1 stays sigma's only: a message to the instance id still reaches sigma's instance.
+    sigma.call("set_summary", summary="here")
+    sigma.call("send_message", channel="sigma-1", content="to the instance", **{"from": "pi"})
+    assert [m["content"] for m in sigma.call("check_messages")] == ["to the instance"]
+
+
+def test_the_server_instance_is_still_the_default_for_its_own_orchestrator(sigma):
+    sigma.call("set_summary", summary="here")
+    sigma.call("send_message", channel="pi", content="hello")
+    assert sigma.call("list_messages")["items"][0]["fromInstanceId"] == "sigma-1"
+    sigma.call("write_diary", date="2026-01-02", content="x")
+    assert sigma.call("get_diary", date="2026-01-02")["instanceId"] == "sigma-1"
+    task = sigma.call("create_task", title="t", assignedTo="pi", priority="low")
+    sigma.call("checkout_task", taskId=task)
+    assert sigma.call("get_task", taskId=task)["assignedToInstance"] == "sigma-1"
