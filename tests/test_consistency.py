@@ -45,3 +45,19 @@ def test_the_server_instance_is_still_the_default_for_its_own_orchestrator(sigma
     task = sigma.call("create_task", title="t", assignedTo="pi", priority="low")
     sigma.call("checkout_task", taskId=task)
     assert sigma.call("get_task", taskId=task)["assignedToInstance"] == "sigma-1"
+
+
+SEARCHES = {
+    "text_search": {}, "recall": {}, "hybrid_search": {}, "search_episodes_by_keyword": {},
+    "search_episodes_by_semantic": {}, "search_fix_patterns": {}, "search_briefing_notes_by_keyword": {},
+    "search_components": {}, "search_messages_by_keyword": {}, "search_tasks_by_keyword": {},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEARCHES))
+def test_every_search_refuses_an_empty_query_alike(tools, name):
+    for query in ("", "   "):
+        assert tools.error(name, query=query).endswith("INVALID_ARGUMENT: query must be a non-empty string")
+    big = tools.error(name, query="word " * 10_000)
+    assert "INVALID_ARGUMENT: query is larger than 32768 bytes" in big
+    assert tools.call(name, query="x" * 30_000)["items"] == []

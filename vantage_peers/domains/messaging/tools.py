@@ -11,6 +11,8 @@ from ...errors import Forbidden, InvalidArgument, NotFound
 from ...paging import Fields, capped, clamp_limit
 from . import store
 
+MAX_QUERY_BYTES = 32_768  # as every search tool
+
 MAX_CONTENT_BYTES = 1_000_000
 SYSTEM = "system"
 
@@ -144,5 +146,6 @@ def register(app: App) -> None:
         `limit` default 20, max 200. Returns `{items}`, plus `truncated: true` when the hits were cut to fit 50,000 bytes.
         """
         size = clamp_limit(limit)
+        query = require_text(query, "query", max_bytes=MAX_QUERY_BYTES)
         return capped(db.read(lambda c: store.search_messages(c, query=query, limit=size, sender=from_,
                                                               channel=channel)))
