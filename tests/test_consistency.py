@@ -61,3 +61,25 @@ def test_every_search_refuses_an_empty_query_alike(tools, name):
     big = tools.error(name, query="word " * 10_000)
     assert "INVALID_ARGUMENT: query is larger than 32768 bytes" in big
     assert tools.call(name, query="x" * 30_000)["items"] == []
+
+
+HUGE_INTEGERS = [
+    ("list_tasks", {"updatedSince": 2**63}, "updatedSince"),
+    ("list_tasks", {"createdBefore": -(10**30)}, "createdBefore"),
+    ("list_missions", {"updatedSince": 10**30}, "updatedSince"),
+    ("list_briefing_notes", {"updatedSince": 2**63}, "updatedSince"),
+    ("list_messages", {"sessionDay": 2**64}, "sessionDay"),
+    ("check_messages", {"since": 2**63}, "since"),
+    ("send_message", {"channel": "pi", "content": "x", "sessionDay": 2**63}, "sessionDay"),
+    ("create_task", {"title": "t", "assignedTo": "pi", "priority": "low", "dueDate": 2**63}, "dueDate"),
+    ("get_component", {"name": "c", "type": "agent", "revision": 2**63}, "revision"),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "field"), HUGE_INTEGERS)
+def test_an_integer_beyond_64_bits_is_an_invalid_argument_not_a_crash(sigma, name, args, field):
+    assert f"INVALID_ARGUMENT: {field}" in sigma.error(name, **args)
+
+
+def test_the_largest_64_bit_integer_is_still_accepted(sigma):
+    assert sigma.call("list_tasks", updatedSince=2**63 - 1)["items"] == []

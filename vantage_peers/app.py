@@ -36,6 +36,7 @@ DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempote
 KINDS = {"read": READ_ONLY, "write": WRITE, "idempotent": IDEMPOTENT_WRITE, "destructive": DESTRUCTIVE}
 
 MAX_NAME_LENGTH = 200
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # SQLite's integer range
 
 
 def _aliases(sig: inspect.Signature) -> dict[str, str]:
@@ -128,11 +129,16 @@ class App:
         def decorator(fn: F) -> F:
             sig = inspect.signature(fn, eval_str=True)
             aliases = _aliases(sig)
+            wire_names = {param: alias for alias, param in aliases.items()}
             app = self
 
             @functools.wraps(fn)
             def wrapper(**kwargs: Any) -> Any:
                 kwargs = {aliases.get(k, k): v for k, v in kwargs.items()}
+                for key, value in kwargs.items():
+                    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+                        raise InvalidArgument(f"{wire_names.get(key, key)} is out of range: integers must fit "
+                                              "in 64 bits (timestamps are Unix ms)")
                 try:
                     app.touch_presence()
                     return fn(**kwargs)
@@ -140,6 +146,9 @@ class App:
                     raise
                 except pydantic.ValidationError as err:
                     raise InvalidArgument(_validation_message(err)) from None
+                except OverflowError:
+                    # A nested integer beyond SQLite's 64-bit range (top-level ones are named above).
+                    raise InvalidArgument("an integer argument is out of range: integers must fit in 64 bits") from None
                 except UnicodeEncodeError:
                     # JSON allows an unpaired UTF-16 surrogate ("\\ud800") that UTF-8 (and SQLite) cannot store.
                     raise InvalidArgument("a text argument holds an unpaired surrogate (invalid Unicode); "
