@@ -83,3 +83,15 @@ def test_an_integer_beyond_64_bits_is_an_invalid_argument_not_a_crash(sigma, nam
 
 def test_the_largest_64_bit_integer_is_still_accepted(sigma):
     assert sigma.call("list_tasks", updatedSince=2**63 - 1)["items"] == []
+
+
+def test_a_huge_limit_is_clamped_not_refused(sigma):
+    sigma.call("create_task", title="t", assignedTo="pi", priority="low")
+    assert len(sigma.call("list_tasks", limit=10**30)["items"]) == 1
+    assert sigma.call("check_messages", limit=10**30) == []
+
+
+def test_validate_task_payload_refuses_the_integers_create_task_refuses(sigma):
+    payload = {"title": "t", "assignedTo": "pi", "priority": "low", "dueDate": 2**63}
+    report = sigma.call("validate_task_payload", tool="create_task", payload=payload)
+    assert report["valid"] is False and [f["field"] for f in report["failures"]] == ["dueDate"]

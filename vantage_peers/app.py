@@ -136,7 +136,8 @@ class App:
             def wrapper(**kwargs: Any) -> Any:
                 kwargs = {aliases.get(k, k): v for k, v in kwargs.items()}
                 for key, value in kwargs.items():
-                    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+                    if (isinstance(value, int) and not isinstance(value, bool) and key != "limit"  # limits clamp
+                            and not INT64_MIN <= value <= INT64_MAX):
                         raise InvalidArgument(f"{wire_names.get(key, key)} is out of range: integers must fit "
                                               "in 64 bits (timestamps are Unix ms)")
                 try:
