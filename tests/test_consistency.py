@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import make_settings, open_tools
 
@@ -95,3 +97,34 @@ def test_validate_task_payload_refuses_the_integers_create_task_refuses(sigma):
     payload = {"title": "t", "assignedTo": "pi", "priority": "low", "dueDate": 2**63}
     report = sigma.call("validate_task_payload", tool="create_task", payload=payload)
     assert report["valid"] is False and [f["field"] for f in report["failures"]] == ["dueDate"]
+
+
+IDENTITY_ARGS = {"createdBy", "callerOrchestrator", "from", "requestedBy", "recipient"}
+IDENTITY_TOOLS = {"get_profile": "orchestratorId", "update_profile": "orchestratorId",
+                  "set_summary": "orchestratorId", "write_diary": "orchestrator", "get_diary": "orchestrator"}
+
+
+def _identity_args(name: str, tool) -> set[str]:
+    found = set(tool.input_schema.get("properties", {})) & IDENTITY_ARGS
+    if name.startswith(("list_", "search_")):
+        found -= {"from", "createdBy", "requestedBy"}  # filters there, not who is calling
+    if name in IDENTITY_TOOLS:
+        found.add(IDENTITY_TOOLS[name])
+    return found
+
+
+def test_every_description_opens_with_one_sentence_on_one_line(tools):
+    for name, tool in tools.listed.items():
+        text = tool.description
+        first = text.strip().split("\n\n")[0]
+        assert "\n" not in first, f"{name}: the first sentence spans lines: {first!r}"
+        assert not re.search(r"[.!?] +[A-Z`(]", first), f"{name}: the first line holds several sentences: {first!r}"
+        assert all(line == line.rstrip() and not line.startswith("    ") for line in text.splitlines()), name
+
+
+def test_every_description_states_the_return_shape_and_identity_default(tools):
+    for name, tool in tools.listed.items():
+        text = tool.description
+        assert re.search(r"[Rr]eturns?\b|null|`\{", text), f"{name}: say what it returns"
+        if _identity_args(name, tool):
+            assert "VP_ORCHESTRATOR" in text, f"{name}: say that {_identity_args(name, tool)} default to it"

@@ -156,7 +156,7 @@ class App:
                                           "send valid UTF-8 text") from None
 
             wrapper.__signature__ = sig  # type: ignore[attr-defined]
-            doc = description or inspect.getdoc(fn) or ""
+            doc = inspect.cleandoc(description) if description else inspect.getdoc(fn) or ""
             tool_name = name or fn.__name__
             self.tools.append(_build_tool(fn, wrapper, tool_name, doc, annotations))
             self.tool_names.append(tool_name)

@@ -35,7 +35,8 @@ def register(app: App) -> None:
         `channel`: a role (`sigma`: every instance of it sees the message), a comma list
         (`pi,phi`: one receipt each), an instance id (`sigma-vps-01`), or `broadcast` (every
         orchestrator with a profile except the sender, resolved at send time). `instanceId`
-        targets one instance of the role in `channel`. Returns `{messageId, recipients}`.
+        targets one instance of the role in `channel`. Returns `{messageId, recipients}`. `from`
+        defaults to VP_ORCHESTRATOR (and `fromInstanceId` to VP_INSTANCE_ID for it).
         """
         sender = app.caller(from_, "from")
         check_name(channel, "channel")
@@ -64,6 +65,7 @@ def register(app: App) -> None:
         Does not mark anything read. `recipientInstanceId` limits to messages for the role plus
         those aimed at that instance; `tenantId` to one tenant; `since` (Unix ms) to receipts
         created after it. Returns at most `limit` (default 100, max 500): mark them read to see more.
+        `recipient` defaults to VP_ORCHESTRATOR (and `recipientInstanceId` to VP_INSTANCE_ID for it).
         """
         who = app.caller(recipient, "recipient")
         inst = app.instance(recipientInstanceId, who, "recipientInstanceId")
@@ -76,7 +78,7 @@ def register(app: App) -> None:
 
     @app.tool("idempotent")
     def mark_as_read(receiptIds: Annotated[list[str], Field(max_length=10_000)]) -> int:
-        """Mark messages read by receipt id (from check_messages). Returns how many receipts changed.
+        """Mark messages read by receipt id (from check_messages); returns how many receipts changed.
 
         Receipts already read, and unknown ids, are ignored.
         """
@@ -84,9 +86,10 @@ def register(app: App) -> None:
 
     @app.tool("destructive")
     def delete_message(messageId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Delete a message and all its receipts. Only the sender or `system` may delete.
+        """Delete a message and all its receipts; only the sender or `system` may.
 
-        Returns `{deleted, receiptsDeleted}`; `deleted` is false when the message does not exist.
+        `callerOrchestrator` defaults to VP_ORCHESTRATOR. Returns `{deleted, receiptsDeleted}`;
+        `deleted` is false when the message does not exist.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
 
@@ -127,7 +130,11 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def list_broadcast_status(messageId: str) -> dict[str, Any]:
-        """Show who has read a message and who has not: one entry per receipt (not paged)."""
+        """Show who has read a message and who has not: one entry per receipt (not paged).
+
+        Returns `{messageId, from, channel, createdAt, receipts: [{recipient, recipientInstanceId?, read,
+        readAt?}], readCount, unreadCount}`; an unknown `messageId` is refused with NOT_FOUND.
+        """
         status = db.read(lambda c: store.broadcast_status(c, message_id=messageId))
         if status is None:
             raise NotFound(f"message {messageId} does not exist")

@@ -37,6 +37,7 @@ def register(app: App) -> None:
         `static` = {role, workspace, capabilities[]} (keys merge into the stored object);
         `dynamic` = {currentTask, lastSeen, sessionCount} applies to `instanceId` (or the role).
         Creating a profile adds the orchestrator to `broadcast` delivery. Returns the profile.
+        `orchestratorId` defaults to VP_ORCHESTRATOR (and `instanceId` to VP_INSTANCE_ID for it).
         """
         who = app.caller(orchestratorId, "orchestratorId")
         inst = app.instance(instanceId, who)
@@ -58,6 +59,8 @@ def register(app: App) -> None:
         """Set what this orchestrator instance is working on now; visible to all agents in list_peers.
 
         Also registers presence (creates the profile if needed and refreshes `lastSeen`).
+        `orchestratorId` defaults to VP_ORCHESTRATOR (and `instanceId` to VP_INSTANCE_ID for it).
+        Returns `{ok, message, orchestratorId, instanceId?, summary, lastSeen}`.
         """
         who = app.caller(orchestratorId, "orchestratorId")
         inst = app.instance(instanceId, who) or ""
