@@ -128,3 +128,23 @@ def test_every_description_states_the_return_shape_and_identity_default(tools):
         assert re.search(r"[Rr]eturns?\b|null|`\{", text), f"{name}: say what it returns"
         if _identity_args(name, tool):
             assert "VP_ORCHESTRATOR" in text, f"{name}: say that {_identity_args(name, tool)} default to it"
+
+
+GETS = {"get_task": {"taskId"}, "get_mission": {"missionId"}, "get_memory": {"memoryId"},
+        "get_episode": {"memoryId"}, "get_message": {"messageId"}, "get_briefing_note": {"noteId"},
+        "get_bu": {"buId"}, "get_fix_pattern": {"patternId"}, "get_mandate": {"mandateId"},
+        "get_mission_template": {"name"}, "get_component": {"name", "type"}, "get_profile": {"orchestratorId"}}
+DELETES = {"delete_task": {"taskId": "x"}, "delete_message": {"messageId": "x"}, "delete_briefing_note": {"noteId": "x"},
+           "delete_bu": {"buId": "x"}, "delete_diary": {"diaryId": "x"},
+           "delete_component": {"name": "x", "type": "agent"}}
+
+
+def test_unknown_ids_get_null_and_delete_false_in_every_domain(sigma, tools):
+    for name, keys in GETS.items():
+        args = {k: ("agent" if k == "type" else "zz_unknown") for k in keys}
+        assert sigma.call(name, **args) is None, name
+    for name, args in DELETES.items():
+        assert sigma.call(name, **args)["deleted"] is False, name
+        # deleting still needs a caller, known id or not
+        assert "INVALID_ARGUMENT: callerOrchestrator is required" in tools.error(name, **args), name
+    assert "NOT_FOUND" in sigma.error("soft_delete_memory", memoryId="zz_unknown")
