@@ -36,6 +36,7 @@ DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempote
 KINDS = {"read": READ_ONLY, "write": WRITE, "idempotent": IDEMPOTENT_WRITE, "destructive": DESTRUCTIVE}
 
 MAX_NAME_LENGTH = 200
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # SQLite's integer range
 
 
 def _aliases(sig: inspect.Signature) -> dict[str, str]:
@@ -87,10 +88,17 @@ class App:
             return None
         return check_name(value, field)
 
-    def instance(self, value: str | None) -> str | None:
+    def instance(self, value: str | None, who: str | None = None, field: str = "instanceId") -> str | None:
+        """The explicit instance id, else VP_INSTANCE_ID, but only for VP_ORCHESTRATOR itself.
+
+        `who` is the orchestrator the instance belongs to: this server's instance is never lent to
+        another orchestrator acted for explicitly (it would register a foreign instance id).
+        """
         if value is None or value == "":
+            if who is not None and who != self.settings.orchestrator:
+                return None
             return self.settings.instance_id
-        return check_name(value, "instanceId")
+        return check_name(value, field)
 
     def touch_presence(self) -> None:
         """Refresh this process's orchestrator instance `lastSeen` (throttled)."""
@@ -121,11 +129,17 @@ class App:
         def decorator(fn: F) -> F:
             sig = inspect.signature(fn, eval_str=True)
             aliases = _aliases(sig)
+            wire_names = {param: alias for alias, param in aliases.items()}
             app = self
 
             @functools.wraps(fn)
             def wrapper(**kwargs: Any) -> Any:
                 kwargs = {aliases.get(k, k): v for k, v in kwargs.items()}
+                for key, value in kwargs.items():
+                    if (isinstance(value, int) and not isinstance(value, bool) and key != "limit"  # limits clamp
+                            and not INT64_MIN <= value <= INT64_MAX):
+                        raise InvalidArgument(f"{wire_names.get(key, key)} is out of range: integers must fit "
+                                              "in 64 bits (timestamps are Unix ms)")
                 try:
                     app.touch_presence()
                     return fn(**kwargs)
@@ -133,13 +147,16 @@ class App:
                     raise
                 except pydantic.ValidationError as err:
                     raise InvalidArgument(_validation_message(err)) from None
+                except OverflowError:
+                    # A nested integer beyond SQLite's 64-bit range (top-level ones are named above).
+                    raise InvalidArgument("an integer argument is out of range: integers must fit in 64 bits") from None
                 except UnicodeEncodeError:
                     # JSON allows an unpaired UTF-16 surrogate ("\\ud800") that UTF-8 (and SQLite) cannot store.
                     raise InvalidArgument("a text argument holds an unpaired surrogate (invalid Unicode); "
                                           "send valid UTF-8 text") from None
 
             wrapper.__signature__ = sig  # type: ignore[attr-defined]
-            doc = description or inspect.getdoc(fn) or ""
+            doc = inspect.cleandoc(description) if description else inspect.getdoc(fn) or ""
             tool_name = name or fn.__name__
             self.tools.append(_build_tool(fn, wrapper, tool_name, doc, annotations))
             self.tool_names.append(tool_name)

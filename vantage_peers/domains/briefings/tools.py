@@ -79,7 +79,7 @@ def register(app: App) -> None:
         decisions: list[str] | None = None,
         linkedMemoryIds: list[str] | None = None,
     ) -> None:
-        """Change some fields of a briefing note. Only its creator or `system` may (deny by default).
+        """Change some fields of a briefing note; only its creator or `system` may (deny by default).
 
         `callerOrchestrator` is required (or VP_ORCHESTRATOR); only the fields you pass change,
         and `updatedAt` / `updatedBy` are set. Arrays replace the stored array. Returns null.
@@ -123,7 +123,7 @@ def register(app: App) -> None:
 
     @app.tool("destructive")
     def delete_briefing_note(noteId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
-        """Delete a briefing note for good. Only its creator (`createdBy`) or `system` may delete.
+        """Delete a briefing note for good; only its creator (`createdBy`) or `system` may.
 
         `callerOrchestrator` defaults to VP_ORCHESTRATOR. Returns `{deleted}`; false when the
         note does not exist.

@@ -60,7 +60,8 @@ def register(app: App) -> None:
         `orchestratorId` is the lead orchestrator; `status` idea|building|live|revenue (default
         idea); `revenueProjections` an object (e.g. {A1, A2, A3}); `coreTeam` an object (agents,
         skills, hooks, plugins); `managementFee` a percent 0..100, default 10. Names are unique
-        (case-insensitive). Returns the BU.
+        (case-insensitive). Returns the BU. `createdBy` defaults to VP_ORCHESTRATOR, else to
+        `orchestratorId`.
         """
         creator = app.caller(createdBy, "createdBy", required=False) or check_name(orchestratorId, "orchestratorId")
         values = _fields(
@@ -88,7 +89,7 @@ def register(app: App) -> None:
         coreTeam: dict[str, Any] | None = None,
         managementFee: float | None = None,
     ) -> dict[str, Any]:
-        """Change some fields of a business unit; only the fields you pass change. Returns the BU.
+        """Change some fields of a business unit (only the fields you pass change); returns the BU.
 
         Only its lead orchestrator (`orchestratorId`), its creator or `system` may update;
         `callerOrchestrator` defaults to VP_ORCHESTRATOR. Objects and arrays replace the stored ones.
@@ -127,7 +128,7 @@ def register(app: App) -> None:
 
     @app.tool("destructive")
     def delete_bu(buId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
-        """Delete a business unit for good. Only its lead orchestrator, its creator or `system` may.
+        """Delete a business unit for good; only its lead orchestrator, its creator or `system` may.
 
         `callerOrchestrator` defaults to VP_ORCHESTRATOR. Returns `{deleted}`; false when it does not exist.
         """

@@ -50,7 +50,8 @@ def register(app: App) -> None:
         one (get_component with `revision` or `version` returns them); identical content and
         version store nothing new. The server computes `contentHash` (sha256 hex of the UTF-8
         content); pass your own `contentHash` to have the upload verified. Returns
-        `{_id, name, type, revision, contentHash, size, version?, created, newRevision}`.
+        `{_id, name, type, revision, contentHash, size, version?, created, newRevision}`. `createdBy`
+        defaults to VP_ORCHESTRATOR.
         """
         creator = app.caller(createdBy, "createdBy")
         args = {
@@ -116,7 +117,8 @@ def register(app: App) -> None:
 
         New content or a new version label stores a new revision (earlier ones stay retrievable);
         team and project change in place. Refused with NOT_FOUND when the component does not
-        exist. Returns the same summary as register_component.
+        exist. Returns the same summary as register_component. Open to any caller, like
+        re-registering; `callerOrchestrator` (default VP_ORCHESTRATOR) is recorded as `updatedBy`.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
         body = _content(content, contentHash) if content is not None else None
@@ -132,7 +134,7 @@ def register(app: App) -> None:
 
     @app.tool("destructive")
     def delete_component(name: str, type: ComponentType, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Remove a component and all its revisions. Only its creator (`createdBy`) or `system` may.
+        """Remove a component and all its revisions; only its creator (`createdBy`) or `system` may.
 
         `callerOrchestrator` defaults to VP_ORCHESTRATOR. Returns `{deleted, revisionsDeleted}`;
         `deleted` is false when no such component exists.

@@ -35,7 +35,7 @@ def register(app: App) -> None:
         day = iso_date(date, "date")
         body = text(content, "content", max_bytes=MAX_CONTENT_BYTES)
         hi, bl = text_list(highlights, "highlights"), text_list(blockers, "blockers")
-        inst = app.instance(instanceId)
+        inst = app.instance(instanceId, who)
         return db.write(
             lambda c: store.write_diary(
                 c, date=day, orchestrator=who, content=body, highlights=hi, blockers=bl, instance_id=inst
@@ -44,7 +44,10 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def get_diary(date: str, orchestrator: str | None = None) -> dict[str, Any] | None:
-        """Fetch one diary entry by orchestrator and date (`YYYY-MM-DD`); null when there is none."""
+        """Fetch one diary entry by orchestrator and date (`YYYY-MM-DD`); null when there is none.
+
+        `orchestrator` defaults to VP_ORCHESTRATOR.
+        """
         who = app.caller(orchestrator, "orchestrator")
         day = iso_date(date, "date")
         return db.read(lambda c: store.get_diary(c, orchestrator=who, date=day))
@@ -97,7 +100,7 @@ def register(app: App) -> None:
 
     @app.tool("destructive")
     def delete_diary(diaryId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
-        """Delete a diary entry for good. Only its owner (`orchestrator`) or `system` may delete.
+        """Delete a diary entry for good; only its owner (`orchestrator`) or `system` may.
 
         `callerOrchestrator` defaults to VP_ORCHESTRATOR. Returns `{deleted}`; false when the
         entry does not exist.

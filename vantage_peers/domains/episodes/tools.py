@@ -50,7 +50,8 @@ def register(app: App) -> None:
         Store one after any failure, non-obvious gotcha or non-obvious success. `severity`:
         minor|low (small, easily recovered), medium, major|high (significant failure or lost
         time), critical (data-loss risk, production incident, blocker). The episode is a memory
-        of type `episode`: found by recall and the episode searches. Returns `{memoryId}`.
+        of type `episode`: found by recall and the episode searches. Returns `{memoryId}`. `createdBy`
+        defaults to VP_ORCHESTRATOR.
         """
         who = app.caller(createdBy, "createdBy")
         ns = memories.check_namespace(namespace)

@@ -92,7 +92,8 @@ def register(app: App) -> None:
         `commit` = git SHA (optional). If `worked` is true and the pattern has no `validatedFix`
         yet, this attempt's description becomes the `validatedFix` (exactly one of several
         concurrent worked attempts wins). Unknown `patternId` is refused with NOT_FOUND.
-        Returns `{attemptId, patternId, autoValidated, validatedFix?}`.
+        Returns `{attemptId, patternId, autoValidated, validatedFix?}`. `createdBy` defaults to
+        VP_ORCHESTRATOR.
         """
         creator = app.caller(createdBy, "createdBy")
         args = {

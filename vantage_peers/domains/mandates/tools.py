@@ -89,9 +89,10 @@ def register(app: App) -> None:
 
     @app.tool("write")
     def accept_mandate(mandateId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Accept a requested mandate (→ `accepted`). Only the fulfiller (`fulfilledBy`) or `system` may.
+        """Accept a requested mandate (→ `accepted`); only the fulfiller (`fulfilledBy`) or `system` may.
 
         Refused with INVALID_STATE unless the mandate is `requested`. Returns the mandate.
+        `callerOrchestrator` defaults to VP_ORCHESTRATOR.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
 
@@ -112,7 +113,7 @@ def register(app: App) -> None:
         approvedCategories: list[str] | None = None,
         spend: Spend | None = None,
     ) -> dict[str, Any]:
-        """Update a mandate: advance its status, change its terms, or record spending. Parties only.
+        """Update a mandate: advance its status, change its terms, or record spending (parties only).
 
         - `status`: one step forward, by the fulfiller or `system` (accepted → in_progress →
           delivered); `settled` is settle_mandate's job. Illegal moves: INVALID_STATE.
@@ -121,6 +122,7 @@ def register(app: App) -> None:
           in_progress or delivered), checked like validate_mandate_spending; over a limit it is
           refused with SPENDING_DENIED and nothing is recorded.
         Applied in that order (terms, spend, status) in one transaction. Returns the mandate.
+        `callerOrchestrator` defaults to VP_ORCHESTRATOR.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
         terms = _terms(service, budget, spendingLimits, approvedCategories)
@@ -141,7 +143,8 @@ def register(app: App) -> None:
         """Record the actual cost and close a delivered mandate (→ `settled`, final).
 
         Only the requester (`requestedBy`) or `system` may settle, and only from `delivered`.
-        Returns the mandate with `finalCost`, `settledAt` and `settledBy`.
+        Returns the mandate with `finalCost`, `settledAt` and `settledBy`. `callerOrchestrator`
+        defaults to VP_ORCHESTRATOR.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
         cost = number(finalCost, "finalCost")

@@ -104,7 +104,7 @@ def register(app: App) -> None:
         (isLatest=false) in the same transaction. `ttl` = ISO 8601 datetime after which the memory
         is gone. `episode` = {context, goal, action, outcome, insight, severity} (prefer store_episode).
         Content up to 1 MiB (keep it under ~8,000 tokens: longer text is embedded truncated).
-        Returns `{memoryId}`.
+        Returns `{memoryId}`. `createdBy` defaults to VP_ORCHESTRATOR.
         """
         who = app.caller(createdBy, "createdBy")
         ns = store.check_namespace(namespace)
@@ -157,9 +157,9 @@ def register(app: App) -> None:
 
     @app.tool("destructive")
     def soft_delete_memory(memoryId: str) -> None:
-        """Soft-delete a memory: isLatest=false, gone from lists and searches, kept for audit. Returns null.
+        """Soft-delete a memory: isLatest=false, gone from lists and searches, kept for audit.
 
-        Unknown (or expired) ids are refused with NOT_FOUND. To edit a memory, store the new
+        Returns null. Unknown (or expired) ids are refused with NOT_FOUND. To edit a memory, store the new
         version with a relation {targetId: old id, type: "updates"} instead.
         """
         db.write(lambda c: store.soft_delete(c, memory_id=memoryId))

@@ -11,6 +11,8 @@ from ...errors import Forbidden, InvalidArgument, NotFound
 from ...paging import Fields, capped, clamp_limit
 from . import store
 
+MAX_QUERY_BYTES = 32_768  # as every search tool
+
 MAX_CONTENT_BYTES = 1_000_000
 SYSTEM = "system"
 
@@ -33,7 +35,8 @@ def register(app: App) -> None:
         `channel`: a role (`sigma`: every instance of it sees the message), a comma list
         (`pi,phi`: one receipt each), an instance id (`sigma-vps-01`), or `broadcast` (every
         orchestrator with a profile except the sender, resolved at send time). `instanceId`
-        targets one instance of the role in `channel`. Returns `{messageId, recipients}`.
+        targets one instance of the role in `channel`. Returns `{messageId, recipients}`. `from`
+        defaults to VP_ORCHESTRATOR (and `fromInstanceId` to VP_INSTANCE_ID for it).
         """
         sender = app.caller(from_, "from")
         check_name(channel, "channel")
@@ -41,7 +44,7 @@ def register(app: App) -> None:
         target = check_name(instanceId, "instanceId") if instanceId else None
         if target and ("," in channel or channel == store.BROADCAST):
             raise InvalidArgument("instanceId targets one role's instance; it cannot be used with a list or broadcast")
-        from_inst = app.instance(fromInstanceId)
+        from_inst = app.instance(fromInstanceId, sender, "fromInstanceId")
         return db.write(
             lambda c: store.send_message(
                 c, sender=sender, channel=channel.strip(), content=text, from_instance_id=from_inst,
@@ -62,9 +65,10 @@ def register(app: App) -> None:
         Does not mark anything read. `recipientInstanceId` limits to messages for the role plus
         those aimed at that instance; `tenantId` to one tenant; `since` (Unix ms) to receipts
         created after it. Returns at most `limit` (default 100, max 500): mark them read to see more.
+        `recipient` defaults to VP_ORCHESTRATOR (and `recipientInstanceId` to VP_INSTANCE_ID for it).
         """
         who = app.caller(recipient, "recipient")
-        inst = app.instance(recipientInstanceId)
+        inst = app.instance(recipientInstanceId, who, "recipientInstanceId")
         size = clamp_limit(limit, store.CHECK_DEFAULT_LIMIT, store.CHECK_MAX_LIMIT)
         return db.read(
             lambda c: store.check_messages(
@@ -74,7 +78,7 @@ def register(app: App) -> None:
 
     @app.tool("idempotent")
     def mark_as_read(receiptIds: Annotated[list[str], Field(max_length=10_000)]) -> int:
-        """Mark messages read by receipt id (from check_messages). Returns how many receipts changed.
+        """Mark messages read by receipt id (from check_messages); returns how many receipts changed.
 
         Receipts already read, and unknown ids, are ignored.
         """
@@ -82,9 +86,10 @@ def register(app: App) -> None:
 
     @app.tool("destructive")
     def delete_message(messageId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Delete a message and all its receipts. Only the sender or `system` may delete.
+        """Delete a message and all its receipts; only the sender or `system` may.
 
-        Returns `{deleted, receiptsDeleted}`; `deleted` is false when the message does not exist.
+        `callerOrchestrator` defaults to VP_ORCHESTRATOR. Returns `{deleted, receiptsDeleted}`;
+        `deleted` is false when the message does not exist.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
 
@@ -125,7 +130,11 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def list_broadcast_status(messageId: str) -> dict[str, Any]:
-        """Show who has read a message and who has not: one entry per receipt (not paged)."""
+        """Show who has read a message and who has not: one entry per receipt (not paged).
+
+        Returns `{messageId, from, channel, createdAt, receipts: [{recipient, recipientInstanceId?, read,
+        readAt?}], readCount, unreadCount}`; an unknown `messageId` is refused with NOT_FOUND.
+        """
         status = db.read(lambda c: store.broadcast_status(c, message_id=messageId))
         if status is None:
             raise NotFound(f"message {messageId} does not exist")
@@ -144,5 +153,6 @@ def register(app: App) -> None:
         `limit` default 20, max 200. Returns `{items}`, plus `truncated: true` when the hits were cut to fit 50,000 bytes.
         """
         size = clamp_limit(limit)
+        query = require_text(query, "query", max_bytes=MAX_QUERY_BYTES)
         return capped(db.read(lambda c: store.search_messages(c, query=query, limit=size, sender=from_,
                                                               channel=channel)))

@@ -97,7 +97,8 @@ def register(app: App) -> None:
 
         Start in `plan` (`brainstorm` for ideas only). `agents`: participating orchestrators or
         sub-agent types. `progress` 0-100 is manual. `templateId` records the template name used
-        (lineage only; instantiate_template_into_mission creates the tasks).
+        (lineage only; instantiate_template_into_mission creates the tasks). `createdBy` defaults to
+        VP_ORCHESTRATOR.
         """
         fields = _check({"name": name, "project": project, "status": status, "priority": priority, "pilot": pilot,
                          "agents": agents, "description": description, "brief": brief, "startDate": startDate,
@@ -152,11 +153,12 @@ def register(app: App) -> None:
         targetDate: int | None = None,
         progress: Annotated[float | None, Field(ge=0, le=100)] = None,
     ) -> None:
-        """Partially update a mission: only the fields you pass change. Returns null.
+        """Partially update a mission: only the fields you pass change.
 
-        Cancel with status="cancelled" + `cancelReason` (creator only; not a complete mission).
+        Returns null. Cancel with status="cancelled" + `cancelReason` (creator only; not a complete mission).
         With `callerOrchestrator`, only the creator or the pilot may update (`system` bypasses).
-        Update `pilot` explicitly on hand-over.
+        Update `pilot` explicitly on hand-over. `callerOrchestrator` defaults to VP_ORCHESTRATOR; with
+        neither, no RBAC check is made.
         """
         fields = _check({"name": name, "description": description, "project": project, "brief": brief,
                          "status": status, "cancelReason": cancelReason, "priority": priority, "pilot": pilot,
@@ -167,9 +169,9 @@ def register(app: App) -> None:
 
     @app.tool("write")
     def update_mission_status(missionId: str, status: Status) -> None:
-        """Set a mission's lifecycle status (brainstorm, plan, execute, validate, complete). Returns null.
+        """Set a mission's lifecycle status (brainstorm, plan, execute, validate, complete).
 
-        Aliases are for queries only. To cancel, use update_mission with cancelReason.
+        Returns null. Aliases are for queries only. To cancel, use update_mission with cancelReason.
         """
         if status == "cancelled":
             raise InvalidArgument("cancelling needs a reason: use update_mission with status='cancelled' and "
@@ -179,8 +181,8 @@ def register(app: App) -> None:
 
     @app.tool("write")
     def update_mission_progress(missionId: str, progress: Progress) -> None:
-        """Set a mission's manual progress (0-100) and updatedAt in one step. Returns null.
+        """Set a mission's manual progress (0-100) and updatedAt in one step.
 
-        Progress is never derived from task statuses; update it after milestones.
+        Returns null. Progress is never derived from task statuses; update it after milestones.
         """
         db.write(lambda c: store.set_column(c, mission_id=missionId, column="progress", value=progress))

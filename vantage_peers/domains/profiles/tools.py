@@ -37,9 +37,10 @@ def register(app: App) -> None:
         `static` = {role, workspace, capabilities[]} (keys merge into the stored object);
         `dynamic` = {currentTask, lastSeen, sessionCount} applies to `instanceId` (or the role).
         Creating a profile adds the orchestrator to `broadcast` delivery. Returns the profile.
+        `orchestratorId` defaults to VP_ORCHESTRATOR (and `instanceId` to VP_INSTANCE_ID for it).
         """
         who = app.caller(orchestratorId, "orchestratorId")
-        inst = app.instance(instanceId)
+        inst = app.instance(instanceId, who)
         return db.write(
             lambda c: store.update_profile(
                 c,
@@ -58,9 +59,11 @@ def register(app: App) -> None:
         """Set what this orchestrator instance is working on now; visible to all agents in list_peers.
 
         Also registers presence (creates the profile if needed and refreshes `lastSeen`).
+        `orchestratorId` defaults to VP_ORCHESTRATOR (and `instanceId` to VP_INSTANCE_ID for it).
+        Returns `{ok, message, orchestratorId, instanceId?, summary, lastSeen}`.
         """
         who = app.caller(orchestratorId, "orchestratorId")
-        inst = app.instance(instanceId) or ""
+        inst = app.instance(instanceId, who) or ""
         text = require_text(summary, "summary", max_bytes=10_000)
         row = db.write(lambda c: store.set_summary(c, orchestrator_id=who, instance_id=inst, summary=text))
         label = f"{who}/{inst}" if inst else who

@@ -7,13 +7,15 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...app import App
+from ...app import App, require_text
 from ...errors import NotFound
 from ...ids import now_ms
 from ...paging import Fields, capped, clamp_limit
 from ..missions import store as missions
 from . import lifecycle, store, tools_lifecycle
 from .rules import TASK_ALIASES, TASK_STATUSES, resolve_status_filter
+
+MAX_QUERY_BYTES = 32_768  # as every search tool
 
 StatusFilter = Annotated[
     str | list[str] | None,
@@ -150,6 +152,7 @@ def register(app: App) -> None:
         Returns `{items}`; `truncated: true` when the best hits alone fill the 50 KB answer (narrow
         the query or lower `limit`).
         """
+        query = require_text(query, "query", max_bytes=MAX_QUERY_BYTES)
         keep = _statuses(status)
         items = db.read(lambda c: store.search_tasks(
             c, query=query, limit=clamp_limit(limit), statuses=keep, assigned_to=assignedTo, project=project,
@@ -178,15 +181,16 @@ def register(app: App) -> None:
         dependsOn: list[str] | None = None,
         completionNote: str | None = None,
     ) -> None:
-        """Partially update a task: only the fields you pass change. Returns null.
+        """Partially update a task: only the fields you pass change.
 
-        RBAC: with `callerOrchestrator`, only the creator or the assignee may update (`system`
+        Returns null. RBAC: with `callerOrchestrator`, only the creator or the assignee may update (`system`
         bypasses). Cancel with status="cancelled" + `cancelReason`: creator only, never a done task;
         cancelled is terminal and never counts as done. Status changes follow the lifecycle: moving to
         in_progress opens a work segment, leaving it closes the segment, `todo` releases a pause, and
         `done` needs a completionNote (as complete_task; pass `actualMinutes` to record the real time
         when a segment is too long). A done task cannot change status. `dependsOn` replaces the list
-        (unknown ids and cycles are refused).
+        (unknown ids and cycles are refused). `callerOrchestrator` defaults to VP_ORCHESTRATOR; with
+        neither, no RBAC check is made.
         """
         payload = {k: v for k, v in locals().items() if v is not None and k not in ("app", "db", "taskId")}
         caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
@@ -198,10 +202,11 @@ def register(app: App) -> None:
 
     @app.tool("destructive")
     def delete_task(taskId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Permanently delete a task (and its work segments). Only the creator or `system` may.
+        """Permanently delete a task (and its work segments); only its creator or `system` may.
 
-        Prefer cancelling (update_task status="cancelled" + cancelReason). Returns `{deleted}`;
-        false when the task does not exist. The id is also removed from other tasks' dependsOn.
+        `callerOrchestrator` defaults to VP_ORCHESTRATOR. Prefer cancelling (update_task
+        status="cancelled" + cancelReason). Returns `{deleted}`; false when the task does not exist.
+        The id is also removed from other tasks' dependsOn.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
         return db.write(lambda c: store.delete_task(c, task_id=taskId, caller=caller))

@@ -58,33 +58,36 @@ def register(app: App) -> None:
 
     @app.tool("write")
     def start_task(taskId: str, callerOrchestrator: str | None = None) -> None:
-        """Mark a task in_progress and open a work segment (the clock starts). Returns null.
+        """Mark a task in_progress and open a work segment (the clock starts).
 
-        The first start records `startedAt`; on a task that already carries worked time (paused,
+        Returns null. The first start records `startedAt`; on a task that already carries worked time (paused,
         blocked, in review) start resumes: `startedAt` is kept and a new segment opens. Refuses when
         the task already has an open segment (someone is on it: pause_task / complete_task instead),
         and, with `callerOrchestrator`, when that caller already runs another in_progress task.
         Dependencies are not enforced. RBAC: creator or assignee (`system` bypasses).
+        `callerOrchestrator` defaults to VP_ORCHESTRATOR; with neither, no RBAC check is made.
         """
         caller, now = who(callerOrchestrator), now_ms()
         db.write(lambda c: lifecycle.start_task(c, task_id=taskId, caller=caller, now=now))
 
     @app.tool("write")
     def pause_task(taskId: str, callerOrchestrator: str | None = None) -> None:
-        """Stop the clock without finishing: close the open work segment; the task goes back to todo,
-        marked paused and still reserved to its assignee (checkout_task refuses it). Returns null.
+        """Stop the clock without finishing: close the open segment and put the task back to todo, paused.
 
-        Paused is not blocked: nothing stops the work, nobody is on it now. Continue with
-        resume_task. Refuses a task with no open segment. RBAC: creator or assignee.
+        It stays reserved to its assignee (checkout_task refuses it). Returns null. Paused is not
+        blocked: nothing stops the work, nobody is on it now. Continue with resume_task. Refuses a
+        task with no open segment. RBAC: creator or assignee. `callerOrchestrator` defaults to
+        VP_ORCHESTRATOR; with neither, no RBAC check is made.
         """
         caller, now = who(callerOrchestrator), now_ms()
         db.write(lambda c: lifecycle.pause_task(c, task_id=taskId, caller=caller, now=now))
 
     @app.tool("write")
     def resume_task(taskId: str, callerOrchestrator: str | None = None) -> None:
-        """Continue a paused task: open a new work segment and set it back to in_progress. Returns null.
+        """Continue a paused task: open a new work segment and set it back to in_progress.
 
-        Refuses a task that is not paused. Idle time while paused is never counted.
+        Returns null. Refuses a task that is not paused. Idle time while paused is never counted.
+        `callerOrchestrator` defaults to VP_ORCHESTRATOR; with neither, no RBAC check is made.
         """
         caller, now = who(callerOrchestrator), now_ms()
         db.write(lambda c: lifecycle.resume_task(c, task_id=taskId, caller=caller, now=now))
@@ -96,7 +99,8 @@ def register(app: App) -> None:
         Sets `completedAt`, closes the open segment and sets `actualMinutes` = the sum of the work
         segments. Refuses when one segment is longer than the configured maximum (default 8 h) and
         names it. When every task of the task's mission is done, the mission becomes `complete`.
-        A `#NNN` title is linked to GitHub issue NNN when the project has a repo mapping. Returns null.
+        A `#NNN` title is linked to GitHub issue NNN when the project has a repo mapping. Returns
+        null. `callerOrchestrator` defaults to VP_ORCHESTRATOR; with neither, no RBAC check is made.
         """
         caller, now = who(callerOrchestrator), now_ms()
         db.write(lambda c: lifecycle.complete_task(c, task_id=taskId, note=completionNote, caller=caller, now=now,
@@ -104,10 +108,11 @@ def register(app: App) -> None:
 
     @app.tool("write")
     def block_task(taskId: str, reason: str, callerOrchestrator: str | None = None) -> None:
-        """Set a task blocked with a reason (stored as `blockedBy`); the clock stops. Returns null.
+        """Set a task blocked with a reason (stored as `blockedBy`); the clock stops.
 
-        Be specific: who you wait on and since when. Unblock with start_task or update_task
-        status="in_progress".
+        Returns null. Be specific: who you wait on and since when. Unblock with start_task or
+        update_task status="in_progress". `callerOrchestrator` defaults to VP_ORCHESTRATOR; with
+        neither, no RBAC check is made.
         """
         caller, now = who(callerOrchestrator), now_ms()
         db.write(lambda c: lifecycle.block_task(c, task_id=taskId, reason=reason, caller=caller, now=now))
@@ -117,7 +122,8 @@ def register(app: App) -> None:
         """Record that `taskId` should not start before task `dependsOn` is done (advisory).
 
         Refuses unknown ids, self-dependencies and cycles. Returns `{taskId, dependsOn}` with the
-        task's full dependency list.
+        task's full dependency list. `callerOrchestrator` defaults to VP_ORCHESTRATOR; with neither,
+        no RBAC check is made.
         """
         caller, now = who(callerOrchestrator), now_ms()
         deps = db.write(lambda c: lifecycle.add_dependency(c, task_id=taskId, depends_on=dependsOn, caller=caller,
@@ -127,14 +133,15 @@ def register(app: App) -> None:
     @app.tool("write")
     def checkout_task(taskId: str, callerOrchestrator: str | None = None,
                       callerInstance: str | None = None) -> dict[str, Any]:
-        """Atomically claim a todo task: it becomes in_progress and yours. Returns `{claimed, reason?}`.
+        """Atomically claim a todo task: it becomes in_progress and yours; returns `{claimed, reason?}`.
 
         Safe when many agents race from several processes: exactly one gets `claimed: true`.
         Only todo tasks can be claimed; a paused task is refused (it stays with its owner). A claim
-        opens a work segment, like start_task.
+        opens a work segment, like start_task. `callerOrchestrator` (the new owner) defaults to
+        VP_ORCHESTRATOR, `callerInstance` to VP_INSTANCE_ID.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
-        instance, now = app.instance(callerInstance), now_ms()
+        instance, now = app.instance(callerInstance, caller, "callerInstance"), now_ms()
         return db.write(lambda c: lifecycle.checkout_task(c, task_id=taskId, caller=caller, instance=instance,
                                                           now=now))
 
@@ -153,7 +160,8 @@ def register(app: App) -> None:
         assignee of every matched task unless `system` (else RBAC_DENIED, nothing closed). More than
         500 matches: a dry run reports `cappedAt: 500`, a live run fails BULK_HARD_CAP_EXCEEDED.
         Closed tasks get status done and the note template with {{day}}, {{bulkRunId}} and
-        {{executedAt}} filled in. Returns `{count, sampleIds (≤10), bulkRunId, cappedAt? | executedAt}`.
+        {{executedAt}} filled in. Returns `{count, sampleIds (≤10), bulkRunId, cappedAt? |
+        executedAt}`. `callerOrchestrator` defaults to VP_ORCHESTRATOR.
         """
         caller = who(callerOrchestrator)
         filt = filter.model_dump(exclude_none=True)

@@ -93,6 +93,8 @@ class Checker:
         value = self.payload.get(name)
         if value is None:
             return
+        if integer and maximum is None:
+            maximum = 2**63 - 1  # SQLite's integer range: the real tools refuse beyond it
         ok = isinstance(value, int | float) and not isinstance(value, bool)
         if ok and integer and isinstance(value, float) and not value.is_integer():
             ok = False

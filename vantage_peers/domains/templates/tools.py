@@ -63,12 +63,13 @@ def register(app: App) -> None:
         return db.write(lambda c: store.upsert_template(c, name=name.strip(), steps=data, description=description,
                                                         is_default=isDefault, created_by=who))
 
-    doc = """Create or update (upsert by `name`) a mission template. Returns `{templateId, name, created, stepCount}`.
+    doc = """Create or update (upsert by `name`) a mission template; returns `{templateId, name, created, stepCount}`.
 
     `steps`: ordered [{title, description, assignedTo?, dependsOn?: step indexes, tags?}]; the list
     replaces the stored one (add, remove or reorder steps); changes apply to the next
     instantiation. `description` and `isDefault` keep their stored value when omitted; setting
-    `isDefault: true` makes this the only default template. `createdBy` records who wrote it.
+    `isDefault: true` makes this the only default template. `createdBy` (default VP_ORCHESTRATOR)
+    records who wrote it.
     """
     def update_mission_template(
         name: str,
@@ -96,7 +97,8 @@ def register(app: App) -> None:
         or else the mission pilot. `{{key}}` placeholders in step titles and descriptions are filled
         from `context` (e.g. {"repo": "vantage-memory", "issueNumber": "255"}); `titlePrefix` (e.g.
         "IRP-255") is put before every title; step dependsOn indexes become the new task ids.
-        `callerOrchestrator` is recorded as the tasks' creator (default: the mission's creator).
+        `callerOrchestrator` is recorded as the tasks' creator (default VP_ORCHESTRATOR, else the
+        mission's creator).
         """
         ctx = dict(context or {})
         if len(ctx) > 100:
