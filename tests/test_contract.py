@@ -63,3 +63,38 @@ def test_list_tools_use_the_envelope(tools):
             continue
         schema = tools.listed[name].input_schema
         assert {"limit", "cursor"} <= set(schema["properties"]), f"{name} lacks limit/cursor"
+
+
+def _spec_arguments() -> dict[str, set[str]]:
+    """Argument names per tool from the spec's tables (`| `arg` | …`) and `Args: `x`` lines."""
+    import re
+    from pathlib import Path
+
+    import pytest
+
+    spec = Path(__file__).resolve().parents[2] / "shared" / "spec" / "tools.md"
+    if not spec.is_file():
+        pytest.skip("shared/spec/tools.md is not beside this checkout")
+    out: dict[str, set[str]] = {}
+    for section in re.split(r"\n### `", spec.read_text(encoding="utf-8"))[1:]:
+        name = section.split("`", 1)[0]
+        body = section.split("\n### ", 1)[0].split("\n## ", 1)[0]
+        found: set[str] = set()
+        for line in body.splitlines():
+            cell = re.match(r"\|\s*((?:`[^`]+`(?:,\s*)?)+)\s*\|", line)
+            if cell:
+                found |= {a.split(".")[0] for a in re.findall(r"`([^`]+)`", cell.group(1))
+                          if re.fullmatch(r"[a-zA-Z][a-zA-Z0-9.]*", a)}
+        found |= set(re.findall(r"Args?(?: \(inferred\))?: `(\w+)`", body))
+        out[name] = found
+    return out
+
+
+def test_every_documented_argument_is_accepted(tools):
+    spec = _spec_arguments()
+    assert len(spec) > 100  # the parser still reads the spec
+    for name, documented in spec.items():
+        if name not in tools.listed:
+            continue
+        accepted = set(tools.listed[name].input_schema.get("properties", {}))
+        assert documented <= accepted, f"{name} lacks documented arguments {sorted(documented - accepted)}"
