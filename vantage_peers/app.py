@@ -212,3 +212,11 @@ def require_text(value: Any, field: str, *, max_bytes: int | None = None) -> str
     if max_bytes is not None and len(value.encode("utf-8", "surrogatepass")) > max_bytes:
         raise InvalidArgument(f"{field} is larger than {max_bytes} bytes")
     return value
+
+
+MAX_QUERY_BYTES = 32_768  # every search tool accepts the same query size
+
+
+def require_query(value: Any, field: str = "query") -> str:
+    """A search query: non-empty, at most MAX_QUERY_BYTES of UTF-8 (FTS quoting makes any text safe)."""
+    return require_text(value, field, max_bytes=MAX_QUERY_BYTES)

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .app import MAX_QUERY_BYTES
 from .db import Connection, Row, dumps
 from .errors import Forbidden, InvalidArgument, NotFound
 from .ids import new_id, now_ms
@@ -26,7 +27,6 @@ from .search.fts import ranked
 SYSTEM = "system"
 MAX_CONTENT_BYTES = 1_048_576  # long free text (diary, briefing, component content)
 MAX_FIELD_BYTES = 10_000  # short text (titles, list items, names of things)
-MAX_QUERY_BYTES = 32_768  # keyword queries: the same bound as every other search tool
 MAX_LIST_ITEMS = 200
 MAX_OBJECT_BYTES = 65_536
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")

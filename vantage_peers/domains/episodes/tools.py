@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...app import App, require_text
+from ...app import App, require_query, require_text
 from ...ids import now_ms
 from ...paging import Fields, clamp_limit
 from ..memory import search
@@ -12,7 +12,6 @@ from ..memory import store as memories
 from ..memory.models import EPISODE_FIELDS, SEVERITIES, SeverityArg, check_choice
 from ..memory.services import services
 
-MAX_QUERY_BYTES = 32_768
 EPISODE = ["episode"]
 
 
@@ -21,7 +20,7 @@ def register(app: App) -> None:
     svc = services(app)
 
     def run_search(query: Any, namespace: str | None, limit: int | None, *, semantic: bool) -> dict[str, Any]:
-        text = require_text(query, "query", max_bytes=MAX_QUERY_BYTES)
+        text = require_query(query)
         scope = memories.scope_of(namespace)
         size = clamp_limit(limit, search.DEFAULT_LIMIT, search.MAX_LIMIT)
         now = now_ms()

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import StrictBool
 
-from ...app import App, require_text
+from ...app import App, require_query
 from ...ids import now_ms
 from ...paging import Fields, clamp_limit
 from ...records import MAX_CONTENT_BYTES, text, text_list
@@ -17,7 +17,6 @@ from .embedding import VEC
 Severity = Literal["critical", "major", "minor"]
 MAX_SYMPTOM_BYTES = 65_536
 MAX_NAME_BYTES = 500  # sourceProject, project, issueId, commit
-MAX_QUERY_BYTES = 32_768
 
 
 def _long(value: Any, field: str) -> str:
@@ -129,7 +128,7 @@ def register(app: App) -> None:
         "keyword" with a `reason` when no embedding is available (no key, endpoint down,
         nothing embedded yet): results then come from BM25 alone.
         """
-        words = require_text(query, "query", max_bytes=MAX_QUERY_BYTES)
+        words = require_query(query)
         scope = _name(project, "project", required=False)
         size = clamp_limit(limit, search.DEFAULT_LIMIT, search.MAX_LIMIT)
         vector, reason = svc.query_vector(db, words, table=VEC)

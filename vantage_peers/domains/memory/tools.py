@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...app import App, require_text
+from ...app import App, require_query, require_text
 from ...errors import InvalidArgument
 from ...ids import now_ms
 from ...paging import Fields, clamp_limit
@@ -22,8 +22,6 @@ from .models import (
     check_types,
 )
 from .services import services
-
-MAX_QUERY_BYTES = 32_768
 
 RECALL_TOOL_DESCRIPTION = with_doctrine("""Find the memories most relevant to a question: vector similarity fused with BM25 (RRF, k=60).
 
@@ -70,7 +68,7 @@ def register(app: App) -> None:
 
     def run_search(query: Any, namespace: str | None, type_: Any, limit: int | None, include: bool | None,
                    *, keyword_only: bool = False) -> dict[str, Any]:
-        text = require_text(query, "query", max_bytes=MAX_QUERY_BYTES)
+        text = require_query(query)
         scope = store.scope_of(namespace)
         types = check_types(type_)
         size = clamp_limit(limit, search.DEFAULT_LIMIT, search.MAX_LIMIT)

@@ -6,12 +6,10 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...app import App, check_name, require_text
+from ...app import App, check_name, require_query, require_text
 from ...errors import Forbidden, InvalidArgument, NotFound
 from ...paging import Fields, capped, clamp_limit
 from . import store
-
-MAX_QUERY_BYTES = 32_768  # as every search tool
 
 MAX_CONTENT_BYTES = 1_000_000
 SYSTEM = "system"
@@ -153,6 +151,6 @@ def register(app: App) -> None:
         `limit` default 20, max 200. Returns `{items}`, plus `truncated: true` when the hits were cut to fit 50,000 bytes.
         """
         size = clamp_limit(limit)
-        query = require_text(query, "query", max_bytes=MAX_QUERY_BYTES)
+        query = require_query(query)
         return capped(db.read(lambda c: store.search_messages(c, query=query, limit=size, sender=from_,
                                                               channel=channel)))

@@ -7,15 +7,13 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...app import App, require_text
+from ...app import App, require_query
 from ...errors import NotFound
 from ...ids import now_ms
 from ...paging import Fields, capped, clamp_limit
 from ..missions import store as missions
 from . import lifecycle, store, tools_lifecycle
 from .rules import TASK_ALIASES, TASK_STATUSES, resolve_status_filter
-
-MAX_QUERY_BYTES = 32_768  # as every search tool
 
 StatusFilter = Annotated[
     str | list[str] | None,
@@ -152,7 +150,7 @@ def register(app: App) -> None:
         Returns `{items}`; `truncated: true` when the best hits alone fill the 50 KB answer (narrow
         the query or lower `limit`).
         """
-        query = require_text(query, "query", max_bytes=MAX_QUERY_BYTES)
+        query = require_query(query)
         keep = _statuses(status)
         items = db.read(lambda c: store.search_tasks(
             c, query=query, limit=clamp_limit(limit), statuses=keep, assigned_to=assignedTo, project=project,
