@@ -72,6 +72,12 @@ class App:
         # Background jobs run by the scheduler thread: (name, fn) pairs, see scheduler.py.
         self.jobs: list[tuple[str, Callable[[], Any]]] = []
         self.scheduler: Any = None  # the Scheduler running this app's jobs, if any
+        # Cross-cutting extension points (see DESIGN.md "Cross-cutting policy lives in one layer"):
+        # guards see every tool call before it runs, routes are extra HTTP endpoints for `serve`,
+        # server hooks add resources/prompts once the MCPServer exists.
+        self.guards: list[Callable[[str, dict[str, Any]], dict[str, Any] | None]] = []
+        self.routes: list[Any] = []
+        self.server_hooks: list[Callable[[MCPServer], None]] = []
         self._presence_lock = threading.Lock()
         self._presence_at = 0.0
 
@@ -117,6 +123,18 @@ class App:
     def add_job(self, name: str, fn: Callable[[], Any]) -> None:
         self.jobs.append((name, fn))
 
+    def add_guard(self, fn: Callable[[str, dict[str, Any]], dict[str, Any] | None]) -> None:
+        """Run `fn(tool_name, kwargs)` before every tool call; it may raise, or return replaced kwargs."""
+        self.guards.append(fn)
+
+    def add_route(self, route: Any) -> None:
+        """An extra Starlette route served by `vantage-peers serve` (webhooks, admin endpoints)."""
+        self.routes.append(route)
+
+    def on_server(self, fn: Callable[[MCPServer], None]) -> None:
+        """Call `fn(mcp)` once the MCPServer is built (register resources and prompts there)."""
+        self.server_hooks.append(fn)
+
     def wake(self, job: str) -> None:
         """Ask this process's scheduler (when it runs one) to run `job` now rather than at the next tick."""
         if self.scheduler is not None:
@@ -141,6 +159,8 @@ class App:
                         raise InvalidArgument(f"{wire_names.get(key, key)} is out of range: integers must fit "
                                               "in 64 bits (timestamps are Unix ms)")
                 try:
+                    for guard in app.guards:
+                        kwargs = guard(tool_name, kwargs) or kwargs
                     app.touch_presence()
                     return fn(**kwargs)
                 except VantageError:

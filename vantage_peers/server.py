@@ -38,6 +38,8 @@ def create_app(settings: Settings | None = None) -> App:
         module = importlib.import_module(f"vantage_peers.domains.{name}.tools")
         module.register(app)
     app.mcp = MCPServer(name="vantage-peers", version=__version__, instructions=INSTRUCTIONS, tools=app.tools)
+    for hook in app.server_hooks:
+        hook(app.mcp)
     return app
 
 
