@@ -71,6 +71,7 @@ class App:
         self.tool_names: list[str] = []
         # Background jobs run by the scheduler thread: (name, fn) pairs, see scheduler.py.
         self.jobs: list[tuple[str, Callable[[], Any]]] = []
+        self.job_schedules: dict[str, dict[str, Any]] = {}  # name -> {every_seconds, cron}; absent = every tick
         self.scheduler: Any = None  # the Scheduler running this app's jobs, if any
         # Cross-cutting extension points (see DESIGN.md "Cross-cutting policy lives in one layer"):
         # guards see every tool call before it runs, routes are extra HTTP endpoints for `serve`,
@@ -120,8 +121,12 @@ class App:
 
         self.db.write(lambda c: profiles.touch(c, orchestrator_id=orch, instance_id=self.settings.instance_id))
 
-    def add_job(self, name: str, fn: Callable[[], Any]) -> None:
+    def add_job(self, name: str, fn: Callable[[], Any], *, every_seconds: float | None = None,
+                cron: str | None = None) -> None:
+        """A background job: every tick by default, or at most every `every_seconds`, or on a UTC `cron`."""
         self.jobs.append((name, fn))
+        if every_seconds is not None or cron is not None:
+            self.job_schedules[name] = {"every_seconds": every_seconds, "cron": cron}
 
     def add_guard(self, fn: Callable[[str, dict[str, Any]], dict[str, Any] | None]) -> None:
         """Run `fn(tool_name, kwargs)` before every tool call; it may raise, or return replaced kwargs."""
