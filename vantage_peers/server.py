@@ -37,6 +37,7 @@ def create_app(settings: Settings | None = None) -> App:
     for name in domain_modules():
         module = importlib.import_module(f"vantage_peers.domains.{name}.tools")
         module.register(app)
+    importlib.import_module("vantage_peers.prompts").register(app)  # the toolkit workflows as MCP prompts
     app.mcp = MCPServer(name="vantage-peers", version=__version__, instructions=INSTRUCTIONS, tools=app.tools)
     for hook in app.server_hooks:
         hook(app.mcp)

@@ -1,0 +1,86 @@
+"""Write the Claude Code plugin's skills and slash commands from the workflow table.
+
+`python -m vantage_peers.prompts.plugin [PLUGIN_DIR]` (default: ./plugin) rewrites
+`skills/<name>/SKILL.md` and `commands/<name>.md` for the nine workflows; the test suite checks the
+committed files equal this output, so the plugin and the MCP prompts say the same thing.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .workflows import WORKFLOWS, Workflow, render
+
+PLUGIN_NAME = "vantage-peers"
+
+SKILL_IDENTITY = (
+    "<me> = your orchestrator id: the role given in the arguments (--role <id>), else the id this "
+    "MCP server runs as (VP_ORCHESTRATOR; `whoami` returns it). If neither names one, ask the user "
+    "and pass the id explicitly wherever the steps show <me>.")
+
+
+def _yaml_string(text: str) -> str:
+    """A single-quoted YAML scalar (the only escape is a doubled quote)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def skill_description(workflow: Workflow) -> str:
+    phrases = ", ".join(f'"{t}"' for t in workflow.triggers)
+    return f"{workflow.summary} Use when the user says {phrases}, or runs /{workflow.name}."
+
+
+def skill_markdown(workflow: Workflow) -> str:
+    front = [
+        "---",
+        f"name: {workflow.name}",
+        f"description: {_yaml_string(skill_description(workflow))}",
+    ]
+    if workflow.argument_hint:
+        front.append(f"argument-hint: {_yaml_string(workflow.argument_hint)}")
+    front.append("---")
+    preamble = [SKILL_IDENTITY, "Arguments: $ARGUMENTS"]
+    if any(a.name not in ("role", "mode") for a in workflow.args):
+        names = ", ".join(f"<{a.name}>" for a in workflow.args if a.name not in ("role", "mode"))
+        preamble.append(f"Read {names} from the arguments (a quoted string is the query; --name value otherwise).")
+    body = render(workflow, preamble)
+    footer = (f"The same workflow is served by the vantage-peers MCP server as the prompt "
+              f"\"{workflow.name}\" (for clients without this plugin).\n")
+    return "\n".join(front) + "\n\n" + body + "\n" + footer
+
+
+def command_markdown(workflow: Workflow) -> str:
+    front = ["---", f"description: {_yaml_string(workflow.summary)}"]
+    if workflow.argument_hint:
+        front.append(f"argument-hint: {_yaml_string(workflow.argument_hint)}")
+    front.append("---")
+    body = (f"Run the {PLUGIN_NAME}:{workflow.name} skill of the {PLUGIN_NAME} plugin and follow its steps "
+            f"exactly, with these arguments: $ARGUMENTS\n\n"
+            f"If that skill is not loaded, use the MCP prompt \"{workflow.name}\" of the vantage-peers "
+            f"server instead: it carries the same workflow.\n")
+    return "\n".join(front) + "\n\n" + body
+
+
+def expected_files() -> dict[str, str]:
+    """Relative path inside the plugin -> content, for every generated file."""
+    out: dict[str, str] = {}
+    for workflow in WORKFLOWS:
+        out[f"skills/{workflow.name}/SKILL.md"] = skill_markdown(workflow)
+        out[f"commands/{workflow.name}.md"] = command_markdown(workflow)
+    return out
+
+
+def write(plugin_dir: Path) -> list[Path]:
+    written = []
+    for rel, text in expected_files().items():
+        path = plugin_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("plugin")
+    for p in write(target):
+        print(p)
