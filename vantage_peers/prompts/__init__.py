@@ -13,6 +13,8 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument, UserMessage
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
 from .workflows import WORKFLOWS, Workflow, identity_line, render
 
@@ -35,7 +37,7 @@ def _prompt(workflow: Workflow, settings: Any) -> Prompt:
         return [UserMessage(render_prompt(workflow, settings, arguments))]
 
     # Built directly (not from a signature) because argument names come from the workflow table.
-    return Prompt(
+    return _WorkflowPrompt(
         name=workflow.name,
         title=workflow.title,
         description=workflow.summary,
@@ -43,6 +45,18 @@ def _prompt(workflow: Workflow, settings: Any) -> Prompt:
                    for a in workflow.args],
         fn=fn,
     )
+
+
+class _WorkflowPrompt(Prompt):
+    """A prompt whose missing-argument refusal reaches the client (the SDK reports a bare
+    ValueError as "Internal server error")."""
+
+    async def render(self, arguments: dict[str, Any] | None, context: Any) -> Any:
+        missing = [a.name for a in self.arguments or [] if a.required and _clean((arguments or {}).get(a.name)) is None]
+        if missing:
+            raise MCPError(INVALID_PARAMS, f"INVALID_ARGUMENT: prompt {self.name} needs the argument(s) "
+                                           f"{', '.join(missing)}")
+        return await super().render(arguments, context)
 
 
 def _clean(value: Any) -> str | None:
