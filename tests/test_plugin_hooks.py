@@ -208,8 +208,13 @@ def post(state, session="sess-1"):
 
 
 def test_compact_reminder_at_35_then_every_15(tmp_path):
+    counter = tmp_path / f"compact-{hashlib.sha256(b'sess-1').hexdigest()[:32]}.count"
+    for n in (1, 2, 3):  # a fresh session counts from one, silently
+        assert_passed(post(tmp_path))
+        assert counter.read_text() == str(n)
+    counter.write_text("30")  # skip ahead: calls 31..50
     fired = []
-    for n in range(1, 51):
+    for n in range(31, 51):
         proc = post(tmp_path)
         assert proc.returncode == 0
         if proc.stdout:
@@ -284,3 +289,13 @@ def test_hook_whose_helper_cannot_load_fails_open(tmp_path):
         lonely = tmp_path / f"{name}.py"
         shutil.copy(HOOKS / f"{name}.py", lonely)  # without _vp_hook.py beside it
         assert_passed(run_hook(name, event(vp("complete_task"), {"completionNote": "done"}), script=lonely))
+
+
+def test_huge_inputs_are_judged_without_hanging():
+    big = "a/" * 300_000  # pathological for a naive path pattern
+    assert_blocked(complete(big), EVIDENCE, "no verifiable proof token")
+    assert_passed(complete("PR #546 merged, commit acc0092, " + big))
+    assert_passed(complete(PAD + "report in analysis/report.md."))
+    assert_blocked(message("fix " + "x " * 500_000), NO_TASK)
+    lines = "\n".join(f"line {i} is fine" for i in range(50_000)) + "\nthis takes about 2 hours\n"
+    assert "line 50001" in assert_blocked(run_hook(TIME, event("Write", {"file_path": "/p", "content": lines})), TIME)

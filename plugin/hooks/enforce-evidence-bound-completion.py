@@ -34,7 +34,6 @@ PROOF_TOKENS = (
     ("Convex id", re.compile(r"\b[jkm](?=[0-9a-z]*[0-9])[0-9a-z]{15,}\b")),
     ("test ratio", re.compile(r"\b\d+/\d+\b")),
     ("counted artifact", re.compile(r"\b\d+\s+(?:" + COUNTED + r")\b", re.I)),
-    ("file path", re.compile(r"(?:\b|\.{0,2}/)[\w.-]+/[\w./-]*\.[A-Za-z0-9]{1,8}\b")),
     ("file name", re.compile(r"\b[\w-]+\.(?:md|py|ts|tsx|js|jsx|json|ya?ml|toml|sql|png|jpe?g|svg|html|css|txt|"
                              r"csv|log|sh|go|rs|java|rb|pdf|lock)\b", re.I)),
 )
@@ -42,8 +41,25 @@ CLAIM_WORDS = ("done", "merged", "pass", "passed", "passes", "all good", "fixed"
                "completed", "finished", "shipped", "works", "lgtm", "green")
 
 
+MAX_SCAN_CHARS = 20_000  # a proof token is looked for in the first 20,000 characters
+
+
+PATH_END = re.compile(r"[\w-]\.[A-Za-z0-9]{1,8}$")
+
+
+def has_file_path(text: str) -> bool:
+    """A word with a directory and an extension: analysis/report.md, qa/screenshots/x.png."""
+    for word in text.split():
+        word = word.strip("`'\"()[]<>,;:!?").rstrip(".")
+        if "/" in word.strip("/") and "://" not in word and PATH_END.search(word):
+            return True
+    return False
+
+
 def proof_tokens(note: str) -> list[str]:
-    return [kind for kind, pattern in PROOF_TOKENS if pattern.search(note)]
+    head = note[:MAX_SCAN_CHARS]
+    found = [kind for kind, pattern in PROOF_TOKENS if pattern.search(head)]
+    return found + ["file path"] if has_file_path(head) else found
 
 
 def claim_only(note: str) -> list[str]:
@@ -75,7 +91,7 @@ def check(event: dict) -> Block | None:
     if not note:
         problems.append(f"{what} has no completionNote.")
     else:
-        claims = claim_only(note)
+        claims = claim_only(note[:MAX_SCAN_CHARS])
         if claims:
             problems.append(f'"{note[:60]}" is a claim, not evidence.')
         elif not proof_tokens(note):

@@ -36,6 +36,7 @@ def check(event: dict) -> Block | None:
     content = tool_input(event).get("content")
     if not isinstance(content, str):
         return None
+    content = content[:200_000]  # longer messages are judged on their first 200,000 characters
     verbs = sorted({m.group(1).lower() for m in IMPERATIVE.finditer(content)})
     if not verbs or any(p.search(content) for p in TASK_REFERENCES):
         return None
