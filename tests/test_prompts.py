@@ -112,3 +112,31 @@ def test_prompt_refusals(client_for):
             tools.portal.call(tools.client.get_prompt, "no-such-workflow", None)
         # an argument the workflow does not take is ignored, not an error
         assert "# Standup" in get(tools, "standup", {"unexpected": "value"})
+
+
+def test_prompts_over_stdio_as_the_plugin_starts_the_server(tmp_path):
+    """The plugin's .mcp.json passes ${VAR:-} values: unset variables arrive as empty strings."""
+    import json
+    import os
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from plugin_helpers import PLUGIN
+    from test_stdio_e2e import _script
+
+    entry = json.loads((PLUGIN / ".mcp.json").read_text())["mcpServers"]["vantage-peers"]
+    expanded = {"VP_ORCHESTRATOR": "sigma", "VP_INSTANCE_ID": "", "VP_DB_PATH": str(tmp_path / "p.db")}
+    assert set(entry["env"]) == set(expanded)
+    env = {**os.environ, **expanded, "VP_SCHEDULER": "off"}
+    params = StdioServerParameters(command=_script(), args=[], env=env, cwd=str(tmp_path))
+
+    async def main():
+        async with Client(params) as client:
+            listed = {p.name for p in (await client.list_prompts()).prompts}
+            assert listed == set(EXPECTED)
+            text = (await client.get_prompt("daily-start", {"mode": "human"})).messages[0].content.text
+            assert '<me> = "sigma" (VP_ORCHESTRATOR on this server)' in text and "Use human mode." in text
+            who = await client.call_tool("whoami", {})
+            assert who.structured_content["orchestratorId"] == "sigma"
+
+    anyio.run(main)
