@@ -20,6 +20,15 @@ SKILL_IDENTITY = (
     "and pass the id explicitly wherever the steps show <me>.")
 
 
+ARGUMENT_READING = {
+    "query": "<query> = the quoted text in the arguments (or all of them without a --flag).",
+    "namespace": "<namespace> = the value after --namespace, when given.",
+    "date": "<date> = a YYYY-MM-DD in the arguments, else today.",
+    "url": "<url> = the URL in the arguments, when given (an HTTP deployment); none means stdio.",
+    "mode": "--mode human or --mode autonomous in the arguments sets the mode.",
+}
+
+
 def _yaml_string(text: str) -> str:
     """A single-quoted YAML scalar (the only escape is a doubled quote)."""
     return "'" + text.replace("'", "''") + "'"
@@ -39,10 +48,10 @@ def skill_markdown(workflow: Workflow) -> str:
     if workflow.argument_hint:
         front.append(f"argument-hint: {_yaml_string(workflow.argument_hint)}")
     front.append("---")
-    preamble = [SKILL_IDENTITY, "Arguments: $ARGUMENTS"]
-    if any(a.name not in ("role", "mode") for a in workflow.args):
-        names = ", ".join(f"<{a.name}>" for a in workflow.args if a.name not in ("role", "mode"))
-        preamble.append(f"Read {names} from the arguments (a quoted string is the query; --name value otherwise).")
+    names = {a.name for a in workflow.args}
+    preamble = [SKILL_IDENTITY] if "role" in names else []
+    preamble.append("Arguments: $ARGUMENTS")
+    preamble += [ARGUMENT_READING[name] for name in ("query", "namespace", "date", "url", "mode") if name in names]
     body = render(workflow, preamble)
     footer = (f"The same workflow is served by the vantage-peers MCP server as the prompt "
               f"\"{workflow.name}\" (for clients without this plugin).\n")
