@@ -23,6 +23,8 @@ HOOK_NAMES = (
     "enforce-mission-template",
     "enforce-brief-template",
 )
+OPTIONAL_HOOKS = ("enforce-ship-24-7",)  # shipped as a script, opt-in, not in hooks.json
+ALL_HOOKS = HOOK_NAMES + OPTIONAL_HOOKS
 
 # A backticked tool reference: `name` or `name(...)`; nothing else in the texts is backticked snake_case.
 TOOL_REF = re.compile(r"`([a-z][a-z0-9]*(?:_[a-z0-9]+)*)(?:\([^`]*\))?`", re.S)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from plugin_helpers import HOOK_NAMES, HOOKS, assert_blocked, assert_passed, event, run_hook, vp
+from plugin_helpers import ALL_HOOKS, HOOKS, assert_blocked, assert_passed, event, run_hook, vp
 
 EVIDENCE = "enforce-evidence-bound-completion"
 NO_TASK = "enforce-no-task-in-message"
@@ -23,6 +23,7 @@ TIME = "block-time-estimates"
 COMPACT = "auto-compact-reminder"
 MISSION = "enforce-mission-template"
 BRIEF = "enforce-brief-template"
+SHIP = "enforce-ship-24-7"
 
 PAD = "Shipped the retry logic and the client wrapper; "  # 48 characters, no proof token
 
@@ -249,6 +250,30 @@ def test_compact_state_dir_unusable_fails_open(tmp_path):
     assert_passed(post(blocker / "sub"))
 
 
+# -- enforce-ship-24-7 (opt-in) ------------------------------------------------------------------
+@pytest.mark.parametrize("text", [
+    "defer to tomorrow",  # the page's own install test: must exit 2
+    "Let's wait until next session before merging",
+    "PR is approved, ship tomorrow",
+    "sigma signed off -> defer",
+    "overnight risk: defer",
+    "on peut reporter à lundi",
+])
+def test_ship_24_7_blocks_temporal_defers(text):
+    proc = run_hook(SHIP, event(vp("send_message"), {"channel": "pi", "content": text}))
+    assert_blocked(proc, SHIP, "temporal defer", "allow-temporal-defer")
+
+
+def test_ship_24_7_allows_client_constraints_opt_out_and_other_tools():
+    for text in ("RDV Marie ce soir, defer to tomorrow", "awaiting Marie confirm repo, defer to monday",
+                 "attente confirmation Anthony : reporter à demain", "Shipped #546 now, commit acc0092",
+                 "defer to tomorrow # allow-temporal-defer: prod freeze during the incident"):
+        assert_passed(run_hook(SHIP, event(vp("send_message"), {"channel": "pi", "content": text})))
+    note = {"taskId": "tsk_x", "completionNote": "merged #5, deploy tonight"}
+    assert_blocked(run_hook(SHIP, event(vp("complete_task"), note)), SHIP)
+    assert_passed(run_hook(SHIP, event(vp("create_mission"), {"brief": "defer to tomorrow"})))
+
+
 # -- every hook: fail open -----------------------------------------------------------------------
 MALFORMED = [b"", b"not json", b"[1, 2]", b'"a string"', b"{", b"\xff\xfe\x00garbage",
              json.dumps({"tool_name": 42, "tool_input": "x"}).encode(),
@@ -257,7 +282,7 @@ MALFORMED = [b"", b"not json", b"[1, 2]", b'"a string"', b"{", b"\xff\xfe\x00gar
              json.dumps({"tool_name": "Task", "tool_input": None}).encode()]
 
 
-@pytest.mark.parametrize("name", HOOK_NAMES)
+@pytest.mark.parametrize("name", ALL_HOOKS)
 def test_malformed_input_fails_open(name, tmp_path):
     for raw in MALFORMED:
         assert_passed(run_hook(name, raw=raw, env={"VP_HOOK_STATE_DIR": str(tmp_path)}))
@@ -267,7 +292,7 @@ def test_hook_that_never_gets_eof_fails_open_on_its_budget():
     procs = [subprocess.Popen([sys.executable, str(HOOKS / f"{name}.py")], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               env={"VP_HOOK_TIMEOUT_SECONDS": "0.3", "PATH": "/usr/bin:/bin"})
-             for name in HOOK_NAMES]
+             for name in ALL_HOOKS]
     try:
         for proc in procs:
             proc.stdin.write(b'{"tool_name": "mcp__vantage-peers__complete_task", "tool_input": {"complet')
@@ -285,7 +310,7 @@ def test_hook_that_never_gets_eof_fails_open_on_its_budget():
 
 
 def test_hook_whose_helper_cannot_load_fails_open(tmp_path):
-    for name in HOOK_NAMES:
+    for name in ALL_HOOKS:
         lonely = tmp_path / f"{name}.py"
         shutil.copy(HOOKS / f"{name}.py", lonely)  # without _vp_hook.py beside it
         assert_passed(run_hook(name, event(vp("complete_task"), {"completionNote": "done"}), script=lonely))

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from plugin_helpers import HOOK_NAMES, PLUGIN, ROOT, frontmatter, tool_refs, vp
+from plugin_helpers import HOOK_NAMES, OPTIONAL_HOOKS, PLUGIN, ROOT, frontmatter, tool_refs, vp
 
 from vantage_peers import __version__
 from vantage_peers.prompts.plugin import expected_files
@@ -101,6 +101,8 @@ def test_hooks_json_structure_and_scripts():
             assert (PLUGIN / "hooks" / f"{match.group(1)}.py").is_file()
             referenced.add(match.group(1))
     assert referenced == set(HOOK_NAMES)
+    scripts = {p.stem for p in (PLUGIN / "hooks").glob("*.py")} - {"_vp_hook"}
+    assert scripts == set(HOOK_NAMES) | set(OPTIONAL_HOOKS)  # nothing stray, the opt-in one documented
 
 
 # tool name (as Claude Code sends it) -> hooks that must fire for it; every other pairing must not
