@@ -233,6 +233,10 @@ def test_compact_counter_is_per_session_and_reset_on_session_start(tmp_path):
     counter.write_text("64")
     assert json.loads(post(tmp_path, "sess-2").stdout)["systemMessage"] == REMINDER  # 65 = 35 + 2 x 15
     assert post(tmp_path, "sess-3").stdout == b""  # another session counts from 1
+    resume = run_hook(COMPACT, {"session_id": "sess-2", "hook_event_name": "SessionStart", "source": "resume"},
+                      env={"VP_HOOK_STATE_DIR": str(tmp_path)})
+    assert_passed(resume)
+    assert counter.read_text() == "65"  # a resumed session keeps its context, and its count
     start = run_hook(COMPACT, {"session_id": "sess-2", "hook_event_name": "SessionStart", "source": "compact"},
                      env={"VP_HOOK_STATE_DIR": str(tmp_path)})
     assert_passed(start)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""auto-compact-reminder (PostToolUse: every tool; SessionStart resets the count).
+"""auto-compact-reminder (PostToolUse: every tool; SessionStart resets the count, except on resume).
 
 Counts tool calls per session (a small file in the temp directory keyed by a hash of the session
 id) and reminds to run the pre-compact skill at 35 calls, then every 15 calls. Advisory only:
@@ -60,6 +60,8 @@ def check(event: dict) -> Notice | None:
         return None
     path = counter_path(session)
     if event.get("hook_event_name") == "SessionStart":
+        if event.get("source") == "resume":  # the same context comes back: keep counting
+            return None
         with contextlib.suppress(FileNotFoundError):
             os.remove(path)
         return None
