@@ -195,3 +195,20 @@ def test_mapping_store_is_newest_first(app):
         app.db.write(lambda c, i=i: mappings.add(c, repo=f"o/r{i}", orchestrator="x", project="p", created_by=None))
     page = app.db.read(lambda c: mappings.list_mappings(c, limit=2, cursor=None, fields="full"))
     assert [m["repo"] for m in page["items"]] == ["o/r2", "o/r1"] and page["nextCursor"]
+
+
+def test_upgrade_from_an_older_file_keeps_its_data(tmp_path):
+    from vantage_peers.db import Database, current_version, latest_version, migrate
+
+    path = tmp_path / "old.db"
+    old = Database(path)
+    migrate(old, target=5)
+    old.write(lambda c: c.execute(
+        "INSERT INTO fixPatterns (id, symptom, rootCause, tags, stack, sourceProject, createdBy, createdAt, "
+        "updatedAt) VALUES ('fxp_1', 's', 'r', '[]', '[]', 'p', 'dave', 1, 1)"))
+    old.close()
+    db = Database(path)
+    assert migrate(db) == latest_version() == current_version(db) >= 10
+    assert db.read(lambda c: c.scalar("SELECT symptom FROM fixPatterns WHERE id = 'fxp_1'")) == "s"
+    assert db.read(lambda c: c.scalar("SELECT count(*) FROM githubRepoMapping")) == 0
+    db.close()
