@@ -155,11 +155,12 @@ def test_complete_task_links_issue_and_queues_irp_comments(app, tools):
     assert app.db.read(lambda c: c.scalar("SELECT count(*) FROM githubOutbox")) == 0
     t6 = task("[#282] T6 — Write Missing Tests", "regression test tests/test_credits.py::test_double 1 failing")
     t8 = task("[#282] T8 — Run ALL Tests", "fixed in 9f3c2ab1, 311/311 pass")
-    t11 = task("[#282] T11 — Verification Preview", "preview https://preview.example verified by human")
+    t11 = task("[#282] T11 — Verification Preview", "preview https://preview.example verified, deployed 77aa3bc")
     task("[#282] T6 — Write Missing Tests (again)", "second T6 task: no second comment")
     issue = tools.call("get_issue", repo=REPO, issueNumber=282)
     assert issue["linkedTaskIds"][:4] == [t3, t6, t8, t11] and issue["status"] == "fixed"
-    assert issue["commitShas"] == ["9f3c2ab1"]
+    assert issue["commitShas"] == ["9f3c2ab1", "77aa3bc"]
+    assert tools.call("get_repo_mapping", repo=REPO)["lastDeployedSHA"] == "77aa3bc"
     rows = app.db.read(lambda c: c.query("SELECT * FROM githubOutbox ORDER BY seq"))
     bodies = [json.loads(r["payload"])["body"] for r in rows]
     assert [b.splitlines()[0] for b in bodies] == [

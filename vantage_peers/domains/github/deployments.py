@@ -51,11 +51,13 @@ def deactivate(conn: Connection, *, name: str, now: int | None = None) -> dict[s
     return deployment_doc(row)
 
 
-def claim_due(conn: Connection, *, owner: str, now: int) -> list[Row]:
-    """Lease every active deployment nobody is polling (one statement: a deployment is polled by one process)."""
+def claim_due(conn: Connection, *, owner: str, now: int, min_interval_ms: int = 0) -> list[Row]:
+    """Lease every active deployment nobody is polling and not polled in the last `min_interval_ms`
+    (one statement: a deployment is polled by one process at a time)."""
     return conn.query(
         "UPDATE monitoredDeployments SET leaseOwner = ?1, leaseUntil = ?2 + ?3 WHERE active = 1 "
-        "AND (leaseUntil IS NULL OR leaseUntil <= ?2) RETURNING *", (owner, now, POLL_LEASE_MS))
+        "AND (leaseUntil IS NULL OR leaseUntil <= ?2) AND (lastPolledAt IS NULL OR lastPolledAt <= ?2 - ?4) "
+        "RETURNING *", (owner, now, POLL_LEASE_MS, min_interval_ms))
 
 
 def release(conn: Connection, *, deployment_id: str, owner: str, now: int, error: str | None) -> None:

@@ -96,8 +96,13 @@ def on_task_completed(conn: Connection, task: dict[str, Any], numbers: list[int]
         issues.link_task(conn, issue=issue, task=task, now=now)
     m = STEP_TITLE.match(task.get("title") or "")
     if m and int(m.group(1)) in numbers and int(m.group(2)) in (6, 8, 11):
-        queue_comment(conn, repo=repo, number=int(m.group(1)), step=int(m.group(2)),
-                      orchestrator=mapping["orchestrator"], now=now)
+        step = int(m.group(2))
+        queue_comment(conn, repo=repo, number=int(m.group(1)), step=step, orchestrator=mapping["orchestrator"],
+                      now=now)
+        shas = issues.SHA.findall(task.get("completionNote") or "")
+        if step == 11 and shas:  # "Fixed and deployed to production": the mapping's last deployed commit
+            conn.execute("UPDATE githubRepoMapping SET lastDeployedSHA = ?, lastDeployedAt = ?, updatedAt = ? "
+                         "WHERE id = ?", (shas[-1], now, now, mapping["id"]))
 
 
 def mapping_for(conn: Connection, repo: str) -> Row | None:

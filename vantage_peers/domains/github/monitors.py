@@ -12,6 +12,7 @@ import re
 import statistics
 import urllib.parse
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ...db import Connection, dumps
@@ -21,10 +22,11 @@ from . import deployments, outbox
 from .client import fetch_json
 from .common import utc_day
 
-LOG_TIMEOUT_SECONDS = 10.0  # the log endpoint long-polls when nothing is new: a timeout means "no news"
+LOG_TIMEOUT_SECONDS = 5.0  # the log endpoint long-polls when nothing is new: a timeout means "no news"
 PIVOT_MS = 1_775_001_600_000  # 2026-04-01T00:00:00Z, the documented before/after VantageOS split
 PR_URL = re.compile(r"^https?://[^/]+/([^/\s]+/[^/\s]+)/pull/(\d{1,9})/?$")
-NOTIFY_FALLBACK = "pi"  # the docs: "notifies Pi" when no mapping names an orchestrator
+NOTIFY_FALLBACK = "pi"
+POLL_INTERVAL_MS = 300_000  # spec §20: every 5 minutes  # the docs: "notifies Pi" when no mapping names an orchestrator
 
 
 # -- error monitor ------------------------------------------------------------------------------
@@ -58,38 +60,46 @@ def parse_entries(body: Any) -> tuple[list[dict[str, Any]], float | None]:
     return out, cursor
 
 
-def run_error_monitor(app, now: int | None = None) -> dict[str, Any]:
+def _fetch(dep: dict[str, Any]) -> tuple[Any, str | None]:
+    """(response, problem) for one deployment's `GET /api/stream_function_logs?cursor=…`."""
+    key = os.environ.get(dep["deployKeyEnvVar"])
+    if not key:
+        return None, f"{dep['deployKeyEnvVar']} is not set in this server's environment"
+    url = dep["deploymentUrl"].rstrip("/") + "/api/stream_function_logs?" + urllib.parse.urlencode(
+        {"cursor": _cursor_text(dep["logCursor"])})
+    resp = fetch_json(url, headers={"Authorization": f"Convex {key}", "Convex-Client": "vantage-peers"},
+                      timeout=LOG_TIMEOUT_SECONDS)
+    if resp.status is None and (resp.error or "").startswith("timeout"):
+        return None, None  # a long poll with nothing new
+    if not resp.ok:
+        return None, f"log fetch failed: {resp.status or resp.error}"
+    return resp, None
+
+
+def run_error_monitor(app, now: int | None = None, min_interval_ms: int = 0) -> dict[str, Any]:
+    """Poll every due deployment (in parallel: the endpoint long-polls), record errors, queue [Auto] issues."""
     owner = f"errmon-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     now = now or now_ms()
     db = app.db
-    claimed = db.write(lambda c: deployments.claim_due(c, owner=owner, now=now))
+    claimed = db.write(lambda c: deployments.claim_due(c, owner=owner, now=now, min_interval_ms=min_interval_ms))
     summary: dict[str, Any] = {"deployments": len(claimed), "new": 0, "repeats": 0, "errors": []}
-    for dep in claimed:
-        key = os.environ.get(dep["deployKeyEnvVar"])
-        problem = None
-        if not key:
-            problem = f"{dep['deployKeyEnvVar']} is not set in this server's environment"
-        else:
-            url = dep["deploymentUrl"].rstrip("/") + "/api/stream_function_logs?" + urllib.parse.urlencode(
-                {"cursor": _cursor_text(dep["logCursor"])})
-            resp = fetch_json(url, headers={"Authorization": f"Convex {key}", "Convex-Client": "vantage-peers"},
-                              timeout=LOG_TIMEOUT_SECONDS)
-            if resp.status is None and (resp.error or "").startswith("timeout"):
-                problem = None  # a long poll with nothing new
-            elif not resp.ok:
-                problem = f"log fetch failed: {resp.status or resp.error}"
+    if not claimed:
+        return summary
+    with ThreadPoolExecutor(max_workers=min(8, len(claimed))) as pool:
+        fetched = list(pool.map(_fetch, claimed))
+    for dep, (resp, problem) in zip(claimed, fetched, strict=True):
+        if resp is not None:
+            errors, cursor = parse_entries(resp.body)
+            if cursor is None:
+                problem = "log endpoint answered without entries/newCursor"
             else:
-                errors, cursor = parse_entries(resp.body)
-                if cursor is None:
-                    problem = "log endpoint answered without entries/newCursor"
-                else:
-                    done = db.write(lambda c, dep=dep, errors=errors, cursor=cursor: deployments.record_batch(
-                        c, deployment=dep, owner=owner, old_cursor=dep["logCursor"], new_cursor=cursor,
-                        errors=errors, now=now_ms()))
-                    summary["new"] += done["new"]
-                    summary["repeats"] += done["repeats"]
-                    if not done["skipped"]:
-                        continue
+                done = db.write(lambda c, dep=dep, errors=errors, cursor=cursor: deployments.record_batch(
+                    c, deployment=dep, owner=owner, old_cursor=dep["logCursor"], new_cursor=cursor,
+                    errors=errors, now=now_ms()))
+                summary["new"] += done["new"]
+                summary["repeats"] += done["repeats"]
+                if not done["skipped"]:
+                    continue
         if problem:
             summary["errors"].append(f"{dep['name']}: {problem}")
         db.write(lambda c, dep=dep, problem=problem: deployments.release(

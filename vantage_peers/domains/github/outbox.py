@@ -70,6 +70,11 @@ def claim(conn: Connection, *, owner: str, now: int, limit: int = 10) -> list[Ro
     return sorted(rows, key=lambda r: r["seq"])
 
 
+def renew(conn: Connection, *, row: Row, owner: str, now: int) -> bool:
+    return conn.execute("UPDATE githubOutbox SET leaseUntil = ? WHERE id = ? AND leaseOwner = ? AND status = 'pending'",
+                        (now + LEASE_MS, row["id"], owner)) > 0
+
+
 def mark_sent(conn: Connection, *, row: Row, owner: str, status: int | None, result: dict[str, Any],
               now: int) -> bool:
     """Done, if this process still holds the lease (a lost lease means another process owns the row)."""

@@ -37,7 +37,7 @@ class Sender:
             return None
         return GitHubClient(token=token, api_url=self.app.settings.github_api_url)
 
-    def run(self, now: int | None = None, batch: int = 20) -> dict[str, Any]:
+    def run(self, now: int | None = None, batch: int = 10) -> dict[str, Any]:
         client = self.client()
         db = self.app.db
         if client is None:
@@ -61,6 +61,10 @@ class Sender:
     # -- one row ------------------------------------------------------------------------------
     def _one(self, client: GitHubClient, row: Row) -> str:
         kind, payload = row["kind"], row["payload"]
+        # Renew the lease right before the call: a batch that ran long must not send a row whose lease
+        # lapsed (another process may own it now).
+        if not self.app.db.write(lambda c: outbox.renew(c, row=row, owner=self.owner, now=now_ms())):
+            return "lost"
         if row["maybeSent"] and kind in ("comment", "create_issue"):
             found = (client.find_comment(row["repo"], row["issueNumber"], outbox.marker(row["id"]))
                      if kind == "comment" else

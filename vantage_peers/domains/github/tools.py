@@ -44,7 +44,10 @@ def register(app: App) -> None:
     app.add_route(webhook.make_route(app))
     sender = Sender(app)
     app.add_job("github.outbox", sender.run)
-    app.add_job("github.error_monitor", lambda: monitors.run_error_monitor(app), every_seconds=300)
+    # The poll interval is also enforced per deployment (lastPolledAt), so a scheduler that runs
+    # every job on every tick still polls each deployment every 5 minutes, not every tick.
+    app.add_job("github.error_monitor", lambda: monitors.run_error_monitor(
+        app, min_interval_ms=monitors.POLL_INTERVAL_MS - 10_000), every_seconds=300)
     app.add_job("github.pr_monitor", lambda: monitors.run_pr_monitor(app), cron="0 * * * *")
     app.add_job("github.issue_stats", lambda: monitors.run_issue_stats(app), cron="0 6 * * *")
 
