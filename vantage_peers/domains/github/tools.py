@@ -108,7 +108,7 @@ def register(app: App) -> None:
         """Mark a fixed issue `verified` (the fix is confirmed to work); records verifiedBy.
 
         `verifiedBy` is required (defaults to VP_ORCHESTRATOR). Only a `fixed` issue can be
-        verified (INVALID_STATE otherwise); verifying a verified issue changes nothing.
+        verified (INVALID_STATE otherwise); verifying a verified issue changes nothing. Returns the issue.
         """
         slug, number = check_repo(repo), check_number(issueNumber)
         who = app.caller(verifiedBy, "verifiedBy")
@@ -175,6 +175,7 @@ def register(app: App) -> None:
         environment variable of this server that holds its deploy key (must start with
         DEPLOY_KEY_ or CONVEX_DEPLOY_KEY, e.g. DEPLOY_KEY_MYREELDREAM); new errors are filed as
         `[Auto]` issues on `githubRepo` (owner/name). Adding a name again updates and reactivates it.
+        Returns the deployment with `deploymentId` and `created`.
         """
         label = check_name(name, "name")
         url = _url(deploymentUrl)
@@ -191,7 +192,7 @@ def register(app: App) -> None:
     def remove_deployment(name: str) -> dict[str, Any]:
         """Stop monitoring a deployment: it is deactivated (`active: false`), its row and errors are kept.
 
-        Unknown name: NOT_FOUND. add_deployment with the same name reactivates it.
+        Unknown name: NOT_FOUND. add_deployment with the same name reactivates it. Returns the deployment.
         """
         label = check_name(name, "name")
         now = now_ms()
