@@ -210,7 +210,9 @@ def test_issue_stats_job_upserts_one_row_per_repo_and_day(gapp):
                 "openedAt": opened, "firstResponseAt": first, "closedAt": closed})
 
     gapp.db.write(tx)
-    assert monitors.run_issue_stats(gapp)["repos"] == 1
+    gapp.db.write(lambda c: c.execute("INSERT INTO githubDeliveries VALUES ('old', 'issues', 'opened', ?, 1), "
+                                      "('new', 'issues', 'opened', ?, ?)", (REPO, REPO, now_ms())))
+    assert monitors.run_issue_stats(gapp) == {"day": monitors.utc_day(now_ms()), "repos": 1, "deliveriesPruned": 1}
     assert monitors.run_issue_stats(gapp)["repos"] == 1
     rows = gapp.db.read(lambda c: c.query("SELECT * FROM issueStats"))
     assert len(rows) == 1

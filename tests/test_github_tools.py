@@ -168,6 +168,10 @@ def test_complete_task_links_issue_and_queues_irp_comments(app, tools):
         "Fix ready. All tests pass including new regression test.",
         "Fixed and deployed to production. Regression test added."]
     assert all(b.splitlines()[-1].startswith("Orchestrator: Sigma — VantageOS Team Infra | ") for b in bodies)
+    # A PR link in a note starts PR monitoring of the issue (prStatus open).
+    task("[#282] T9 — Create PR + Comment Issue", "opened https://github.com/get-convex/better-auth/pull/77 for it")
+    issue = tools.call("get_issue", repo=REPO, issueNumber=282)
+    assert issue["prUrl"] == "https://github.com/get-convex/better-auth/pull/77" and issue["prStatus"] == "open"
     # A project without a mapping links nothing.
     tid = tools.call("create_task", title="Fix #5", assignedTo="sigma", createdBy="sigma", priority="low",
                      project="elsewhere")

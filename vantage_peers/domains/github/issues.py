@@ -29,6 +29,7 @@ NEXT: dict[str, tuple[str, ...]] = {
     "closed": ("open",),
 }
 SHA = re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+PR_LINK = re.compile(r"https://github\.com/[A-Za-z0-9-]{1,39}/[A-Za-z0-9._-]{1,100}/pull/\d{1,9}\b")
 FIX_WORD = re.compile(r"\bfix(?:ed|es)?\b", re.IGNORECASE)
 MAX_LINKS = 200
 
@@ -148,6 +149,10 @@ def link_task(conn: Connection, *, issue: Row, task: dict[str, Any], now: int) -
     _append(conn, issue["id"], "linkedTaskIds", [task["id"]], now)
     if shas:
         _append(conn, issue["id"], "commitShas", shas, now)
+    pr = PR_LINK.search(note)
+    if pr:  # e.g. repo-fix-v1 "Create PR + Comment Issue": the PR monitor follows it from now on
+        conn.execute("UPDATE issues SET prUrl = ?, prStatus = 'open', updatedAt = ? WHERE id = ? AND prUrl IS NULL",
+                     (pr.group(0), now, issue["id"]))
     if shas or FIX_WORD.search(note):
         conn.execute("UPDATE issues SET status = 'fixed', fixedAt = ?, fixedBy = coalesce(fixedBy, ?), updatedAt = ? "
                      "WHERE id = ? AND status IN ('open', 'in_progress')",

@@ -26,7 +26,8 @@ LOG_TIMEOUT_SECONDS = 5.0  # the log endpoint long-polls when nothing is new: a 
 PIVOT_MS = 1_775_001_600_000  # 2026-04-01T00:00:00Z, the documented before/after VantageOS split
 PR_URL = re.compile(r"^https?://[^/]+/([^/\s]+/[^/\s]+)/pull/(\d{1,9})/?$")
 NOTIFY_FALLBACK = "pi"
-POLL_INTERVAL_MS = 300_000  # spec §20: every 5 minutes  # the docs: "notifies Pi" when no mapping names an orchestrator
+POLL_INTERVAL_MS = 300_000
+DELIVERY_KEEP_MS = 30 * 86_400_000  # spec §20: every 5 minutes  # the docs: "notifies Pi" when no mapping names an orchestrator
 
 
 # -- error monitor ------------------------------------------------------------------------------
@@ -206,5 +207,9 @@ def run_issue_stats(app, now: int | None = None) -> dict[str, Any]:
             n += 1
         return n
 
-    return {"day": day, "repos": app.db.write(tx)}
+    repos = app.db.write(tx)
+    # GitHub redelivers for a few days at most: delivery ids older than 30 days can no longer come back.
+    pruned = app.db.write(lambda c: c.execute("DELETE FROM githubDeliveries WHERE receivedAt < ?",
+                                              (now - DELIVERY_KEEP_MS,)))
+    return {"day": day, "repos": repos, "deliveriesPruned": pruned}
 
