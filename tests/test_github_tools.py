@@ -217,3 +217,36 @@ def test_upgrade_from_an_older_file_keeps_its_data(tmp_path):
     assert db.read(lambda c: c.scalar("SELECT symptom FROM fixPatterns WHERE id = 'fxp_1'")) == "s"
     assert db.read(lambda c: c.scalar("SELECT count(*) FROM githubRepoMapping")) == 0
     db.close()
+
+
+GITHUB_TOOLS = {
+    "list_issues": {}, "get_issue": {"repo": REPO, "issueNumber": 1},
+    "update_issue_status": {"repo": REPO, "issueNumber": 1, "status": "closed"},
+    "link_commit_to_issue": {"repo": REPO, "issueNumber": 1, "commitSha": "abc1234"},
+    "verify_issue": {"repo": REPO, "issueNumber": 1, "verifiedBy": "carol"}, "issue_stats": {},
+    "add_repo_mapping": {"repo": REPO, "orchestrator": "dave", "project": "p"}, "list_repo_mappings": {},
+    "get_repo_mapping": {"repo": REPO}, "remove_repo_mapping": {"repo": "o/r"},
+    "add_deployment": {"name": "d", "deploymentUrl": "https://x.convex.cloud", "deployKeyEnvVar": "DEPLOY_KEY_D",
+                       "githubRepo": REPO, "orchestrator": "dave"},
+    "remove_deployment": {"name": "d"}, "list_errors": {}, "get_error": {"errorId": "err_1"},
+}
+HOSTILE = ["'; DROP TABLE issues; --", "../../etc/passwd", "\x00\x01", "🚀 日本語", "a" * 100_000, "%_\\", "\ud800"]
+
+
+def test_hostile_values_give_a_result_or_a_clean_error(app, tools):
+    from conftest import ToolError
+
+    add_issues(app, 1)
+    strings = {"project", "repo", "status", "commitSha", "fixedBy", "verifiedBy", "orchestrator", "name",
+               "deploymentUrl", "deployKeyEnvVar", "githubRepo", "deployment", "errorId", "cursor", "fields"}
+    for name, base in GITHUB_TOOLS.items():
+        props = set(tools.listed[name].input_schema["properties"]) & strings
+        for prop in props:
+            for value in [*HOSTILE, 12345, ["x"]]:
+                try:
+                    tools.call(name, **{**base, prop: value})
+                except ToolError as err:
+                    text = str(err)
+                    assert "INVALID_ARGUMENT" in text or "NOT_FOUND" in text or "INVALID_STATE" in text, (
+                        name, prop, str(value)[:40], text[:200])
+    assert app.db.read(lambda c: c.scalar("SELECT count(*) FROM issues")) == 1
