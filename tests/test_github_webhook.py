@@ -197,3 +197,17 @@ def test_oversized_body_is_refused_before_verification(served):
     assert conn.getresponse().status == 413
     conn.close()
     assert counts(app)["githubDeliveries"] == 0
+
+
+def test_repo_slugs_are_case_blind_across_webhook_and_tasks(served):
+    from conftest import open_tools
+
+    app, server = served
+    map_repo(app, repo=REPO.lower())
+    with open_tools(app) as tools:
+        tid = tools.call("create_task", title="Fix #12 early", assignedTo="dave", createdBy="dave", priority="low",
+                         project="myreeldream")
+        tools.call("complete_task", taskId=tid, completionNote="looked into it, tests/test_x.py 3 tests")
+    assert deliver(server.url, "issues", issues_event("opened", REPO, 12))[0] == 200
+    rows = app.db.read(lambda c: c.query("SELECT repo, linkedTaskIds, missionId FROM issues"))
+    assert len(rows) == 1 and rows[0]["missionId"] and tid in rows[0]["linkedTaskIds"]

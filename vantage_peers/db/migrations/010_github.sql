@@ -6,7 +6,7 @@
 CREATE TABLE githubRepoMapping (
     seq             INTEGER PRIMARY KEY,
     id              TEXT NOT NULL UNIQUE,
-    repo            TEXT NOT NULL UNIQUE,   -- owner/name, as GitHub spells it
+    repo            TEXT NOT NULL UNIQUE COLLATE NOCASE,   -- owner/name; GitHub slugs ignore case
     orchestrator    TEXT NOT NULL,
     project         TEXT NOT NULL,
     active          INTEGER NOT NULL DEFAULT 1,
@@ -23,7 +23,7 @@ CREATE INDEX githubRepoMapping_by_project ON githubRepoMapping (project, active)
 CREATE TABLE issues (
     seq                 INTEGER PRIMARY KEY,
     id                  TEXT NOT NULL UNIQUE,
-    repo                TEXT NOT NULL,
+    repo                TEXT NOT NULL COLLATE NOCASE,
     issueNumber         INTEGER NOT NULL,
     project             TEXT,
     orchestrator        TEXT,
