@@ -264,3 +264,28 @@ def test_several_processes_file_one_auto_issue_and_count_each_error_once(db_path
         assert len(github.all_issues()) == 1
     finally:
         logs.stop()
+
+
+def test_tool_calls_never_call_github_themselves(gapp, github):
+    with open_tools(gapp) as tools:
+        tools.call("add_repo_mapping", repo=REPO, orchestrator="sigma", project="p")
+        tid = tools.call("create_task", title="[#3] T8 — Run ALL Tests", assignedTo="sigma", createdBy="sigma",
+                         priority="high", project="p")
+        tools.call("complete_task", taskId=tid, completionNote="311/311 tests pass, commit 9f3c2ab1")
+        assert github.requests == [] and gapp.db.read(outbox.pending_count) == 1
+    assert Sender(gapp).run()["sent"] == 1 and len(github.all_comments()) == 1
+
+
+def test_doctor_says_whether_github_calls_can_be_sent(db_path, github):
+    import io
+
+    from vantage_peers.doctor import run_doctor
+
+    out = io.StringIO()
+    run_doctor(make_settings(db_path, github_token=None, github_webhook_secret=None), out=out)
+    text = out.getvalue()
+    assert "GITHUB_TOKEN is not set: nothing is sent to GitHub" in text and "GITHUB_WEBHOOK_SECRET is not set" in text
+    out = io.StringIO()
+    run_doctor(make_settings(db_path, github_token=TOKEN, github_api_url=github.url, github_webhook_secret="s"),
+               out=out)
+    assert f"GITHUB_TOKEN set; API {github.url}" in out.getvalue() and "***set***" in out.getvalue()
