@@ -40,6 +40,7 @@ def _url(value: str) -> str:
 def register(app: App) -> None:
     db = app.db
     issue_links.register_issue_linker(irp.on_task_completed)
+    irp.watch(app)
     fix_patterns.register_issue_side(issues.link_pattern)
     app.add_route(webhook.make_route(app))
     sender = Sender(app)
