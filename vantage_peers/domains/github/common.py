@@ -10,7 +10,6 @@ from ...errors import InvalidArgument
 
 REPO_SLUG = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 ISSUE_STATUSES = ("open", "in_progress", "fixed", "verified", "closed")
-PR_STATUSES = ("draft", "open", "merged", "closed")
 MAX_TEXT = 65_536  # GitHub caps an issue body at 65,536 characters
 
 

@@ -17,7 +17,7 @@ from ...db import Connection, Row, loads
 from ...ids import now_ms
 from ..missions import store as missions
 from ..templates import store as templates
-from . import issues, mappings, outbox
+from . import issues, outbox
 from .common import utc_minute
 
 STEP_TITLE = re.compile(r"^\s*\[#(\d{1,9})\]\s*T(\d{1,2})\s*[—–-]+\s*\S")
@@ -114,6 +114,3 @@ def on_task_completed(conn: Connection, task: dict[str, Any], numbers: list[int]
             conn.execute("UPDATE githubRepoMapping SET lastDeployedSHA = ?, lastDeployedAt = ?, updatedAt = ? "
                          "WHERE id = ?", (shas[-1], now, now, mapping["id"]))
 
-
-def mapping_for(conn: Connection, repo: str) -> Row | None:
-    return mappings.active_for_repo(conn, repo)

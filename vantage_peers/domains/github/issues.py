@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...db import Connection, Row, dumps, loads
+from ...db import Connection, Row, dumps
 from ...errors import InvalidState, NotFound
 from ...ids import new_id, now_ms
 from ...paging import clamp_limit, decode_cursor, encode_cursor, fit_envelope, project, to_doc
@@ -125,9 +125,11 @@ def link_commit(conn: Connection, *, repo: str, number: int, sha: str, fixed_by:
     now = now or now_ms()
     row = require(conn, repo, number)
     _append(conn, row["id"], "commitShas", [sha], now)
-    conn.execute("UPDATE issues SET status = 'fixed', fixedAt = ?, fixedBy = coalesce(?, fixedBy), updatedAt = ? "
-                 "WHERE id = ? AND status IN ('open', 'in_progress')", (now, fixed_by, now, row["id"]))
-    if fixed_by:
+    # Moving to fixed records who fixed it; on an issue already past that, fixedBy is only filled if empty.
+    moved = conn.execute("UPDATE issues SET status = 'fixed', fixedAt = ?, fixedBy = coalesce(?, fixedBy), "
+                         "updatedAt = ? WHERE id = ? AND status IN ('open', 'in_progress')",
+                         (now, fixed_by, now, row["id"]))
+    if fixed_by and not moved:
         conn.execute("UPDATE issues SET fixedBy = coalesce(fixedBy, ?) WHERE id = ?", (fixed_by, row["id"]))
     return issue_doc(require(conn, repo, number))
 
@@ -227,6 +229,3 @@ def counts(conn: Connection, *, project_name: str | None) -> dict[str, Any]:
         out["byProject"] = per
     return out
 
-
-def json_list(value: str | None) -> list[Any]:
-    return list(loads(value) or []) if value else []

@@ -14,7 +14,6 @@ from typing import Any
 
 from ...db import Connection, Row, dumps, loads
 from ...ids import new_id, now_ms
-from ...paging import keyset_page, to_doc
 
 MAX_ATTEMPTS = 8
 LEASE_MS = 120_000
@@ -94,28 +93,14 @@ def backoff_ms(attempts: int, base_seconds: float) -> int:
 def mark_failed(conn: Connection, *, row: Row, owner: str, status: int | None, error: str, now: int,
                 retry_at: int | None, uncertain: bool, permanent: bool = False) -> None:
     """A failed attempt: retried at `retry_at`, or given up (`failed`) when permanent or out of attempts."""
-    give_up = permanent or (retry_at is None) or (row["attempts"] >= MAX_ATTEMPTS and not _rate(status, error))
+    rate_limited = error.startswith("RATE_LIMITED")  # never given up for a rate limit
+    give_up = permanent or retry_at is None or (row["attempts"] >= MAX_ATTEMPTS and not rate_limited)
     conn.execute(
         "UPDATE githubOutbox SET status = ?, nextAttemptAt = coalesce(?, nextAttemptAt), lastStatus = ?, "
         "lastError = ?, inFlight = 0, maybeSent = max(maybeSent, ?), leaseOwner = NULL, leaseUntil = NULL, "
         "updatedAt = ? WHERE id = ? AND leaseOwner = ? AND status = 'pending'",
         ("failed" if give_up else "pending", retry_at, status, error[:2000], int(uncertain), now, row["id"], owner),
     )
-
-
-def _rate(status: int | None, error: str) -> bool:
-    return error.startswith("RATE_LIMITED")
-
-
-def outbox_doc(row: Row) -> dict[str, Any]:
-    return to_doc(row, json_cols=("payload", "result"), bool_cols=("inFlight", "maybeSent"))
-
-
-def list_rows(conn: Connection, *, status: str | None = None, limit: int | None = 200,
-              cursor: str | None = None) -> dict[str, Any]:
-    where, params = (["status = ?"], [status]) if status else ([], [])
-    return keyset_page(conn, table="githubOutbox", to_item=outbox_doc, where=where, params=params, limit=limit,
-                       cursor=cursor, descending=False)
 
 
 def pending_count(conn: Connection) -> int:
