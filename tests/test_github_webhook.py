@@ -147,6 +147,9 @@ def test_unknown_event_bad_json_and_bad_payload(served):
     ):
         status, out = deliver(server.url, "issues", payload)
         assert status == 400 and field in out["detail"], (payload, out)
+    surrogate = json.dumps(issues_event("opened", REPO, 1, title="\ud800 broken")).encode()
+    status, out = post(url, surrogate, github_headers("issues", surrogate))
+    assert status == 400 and "unicode" in out["detail"].lower()
     body = json.dumps(issues_event("opened", REPO, 1)).encode()
     headers = github_headers("issues", body)
     headers["X-GitHub-Delivery"] = "'; DROP TABLE issues; --"

@@ -262,8 +262,12 @@ def make_route(app) -> Route:
         except ValidationError as err:
             return JSONResponse({"error": "INVALID_PAYLOAD", "detail": _validation(err)}, status_code=400)
         now = now_ms()
-        result = await anyio.to_thread.run_sync(lambda: app.db.write(
-            lambda c: process(c, delivery=delivery, event=event, model=model, now=now)))
+        try:
+            result = await anyio.to_thread.run_sync(lambda: app.db.write(
+                lambda c: process(c, delivery=delivery, event=event, model=model, now=now)))
+        except UnicodeEncodeError:  # JSON may carry an unpaired surrogate ("\ud800") that no database can store
+            return JSONResponse({"error": "INVALID_PAYLOAD", "detail": "the payload holds invalid Unicode"},
+                                status_code=400)
         if result is None:
             return JSONResponse({"ok": True, "duplicate": True, "delivery": delivery})
         if result.get("commentQueued"):
