@@ -291,3 +291,18 @@ def test_doctor_says_whether_github_calls_can_be_sent(db_path, github):
     run_doctor(make_settings(db_path, github_token=TOKEN, github_api_url=github.url, github_webhook_secret="s"),
                out=out)
     assert f"GITHUB_TOKEN set; API {github.url}" in out.getvalue() and "***set***" in out.getvalue()
+
+
+def test_log_entries_with_odd_values_are_parsed_safely():
+    body = {"newCursor": 12.5, "entries": [
+        {"kind": "Progress", "identifier": "a:b", "error": "not final"},
+        {"kind": "Completion", "identifier": "a:\ud800", "error": "Uncaught \ud800 boom\n at x", "timestamp": "x",
+         "logLines": [{"messages": ["m1", "m2"], "level": "ERROR"}, 5]},
+        {"kind": "Completion", "identifier": "ok", "error": None}, "junk", {"error": "   "},
+    ]}
+    errors, cursor = monitors.parse_entries(body)
+    assert cursor == 12.5 and len(errors) == 1
+    assert errors[0]["functionName"] == "a:?" and errors[0]["errorMessage"] == "Uncaught ? boom"
+    assert "m1 m2" in errors[0]["stackTrace"] and errors[0]["seenAt"] is None
+    assert monitors.parse_entries({"entries": "nope"}) == ([], None)
+    assert monitors.parse_entries([1, 2]) == ([], None)

@@ -31,6 +31,11 @@ DELIVERY_KEEP_MS = 30 * 86_400_000  # spec §20: every 5 minutes  # the docs: "n
 
 
 # -- error monitor ------------------------------------------------------------------------------
+def _clean(text: str) -> str:
+    """Text a database can store: an unpaired surrogate from JSON (`"\\ud800"`) becomes `?`."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def parse_entries(body: Any) -> tuple[list[dict[str, Any]], float | None]:
     """Errors and `newCursor` from Convex's `GET /api/stream_function_logs` answer
     (`{entries: [{identifier, udfType, error, logLines, timestamp (s), requestId, kind}], newCursor}`)."""
@@ -44,18 +49,18 @@ def parse_entries(body: Any) -> tuple[list[dict[str, Any]], float | None]:
             continue
         if entry.get("kind") not in (None, "Completion"):
             continue
-        text = entry["error"].strip()
+        text = _clean(entry["error"]).strip()
         first = text.splitlines()[0].strip()
         lines = [ln if isinstance(ln, str) else " ".join(map(str, ln.get("messages", [])))
                  for ln in entry.get("logLines") or [] if isinstance(ln, str | dict)]
-        stack = text + ("\n\nLog lines:\n" + "\n".join(lines) if lines else "")
+        stack = text + ("\n\nLog lines:\n" + _clean("\n".join(lines)) if lines else "")
         ts = entry.get("timestamp")
         out.append({
-            "functionName": str(entry.get("identifier") or "unknown")[:500],
+            "functionName": _clean(str(entry.get("identifier") or "unknown"))[:500],
             "errorMessage": first[:2000],
             "stackTrace": stack[:60_000],
-            "udfType": str(entry.get("udfType"))[:50] if entry.get("udfType") else None,
-            "requestId": str(entry.get("requestId"))[:200] if entry.get("requestId") else None,
+            "udfType": _clean(str(entry.get("udfType")))[:50] if entry.get("udfType") else None,
+            "requestId": _clean(str(entry.get("requestId")))[:200] if entry.get("requestId") else None,
             "seenAt": int(ts * 1000) if isinstance(ts, int | float) and not isinstance(ts, bool) else None,
         })
     return out, cursor
