@@ -29,6 +29,10 @@ EXPECTED = {
     "create_fix_pattern", "get_fix_pattern", "add_fix_attempt", "validate_fix", "search_fix_patterns",
     "list_fix_patterns", "link_issue_to_pattern",
     "improvisation_digest",
+    # GitHub issues, repo mappings, deployments, error monitoring (issue 13)
+    "list_issues", "get_issue", "update_issue_status", "link_commit_to_issue", "verify_issue", "issue_stats",
+    "add_repo_mapping", "list_repo_mappings", "get_repo_mapping", "remove_repo_mapping",
+    "add_deployment", "remove_deployment", "list_errors", "get_error",
 }
 
 READ_PREFIXES = ("get_", "list_", "search_", "recall", "text_search", "hybrid_search", "check_", "validate_",

@@ -186,9 +186,9 @@ def test_issue_link_seam(app):
     try:
         a = new_task(db, title="Fix #42 and #7", project="studio/x")
         act(db, lifecycle.complete_task, task_id=a, note="fixed in abc1234", caller=None, now=T0, max_minutes=480)
-        assert calls == []  # no mapping table yet: nothing happens
-        db.write(lambda c: c.execute("CREATE TABLE githubRepoMapping (repo TEXT, project TEXT, active INTEGER)"))
-        db.write(lambda c: c.execute("INSERT INTO githubRepoMapping VALUES ('o/r', 'studio/x', 1)"))
+        assert calls == []  # no mapping row yet: nothing happens
+        db.write(lambda c: c.execute("INSERT INTO githubRepoMapping (id, repo, orchestrator, project, createdAt, "
+                                     "updatedAt) VALUES ('rmp_1', 'o/r', 'dave', 'studio/x', 1, 1)"))
         b = new_task(db, title="Fix #42 again", project="studio/x")
         act(db, lifecycle.complete_task, task_id=b, note="n", caller=None, now=T0, max_minutes=480)
         c2 = new_task(db, title="no issue here", project="studio/x")

@@ -127,6 +127,14 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
         fail("embeddings", str(exc))
 
     try:
+        from .domains.github.doctor import doctor_checks as github_checks
+
+        for status, label, detail in github_checks(settings, db):
+            line(status, label, detail)
+    except Exception as exc:  # noqa: BLE001
+        fail("github", str(exc))
+
+    try:
         from .server import create_app
 
         app = create_app(settings)

@@ -57,6 +57,8 @@ class Settings(BaseModel):
     bearer_secret_master: str | None = None
     github_token: str | None = None
     github_webhook_secret: str | None = None
+    github_api_url: str = "https://api.github.com"  # GitHub Enterprise: https://<host>/api/v3
+    github_retry_seconds: float = 30.0  # first outbox retry delay, doubled per attempt (max 1 h)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, dotenv: bool = True) -> Settings:
@@ -91,6 +93,8 @@ class Settings(BaseModel):
             "github_token": get("GITHUB_TOKEN"),
             "github_webhook_secret": get("GITHUB_WEBHOOK_SECRET"),
         }
+        if get("GITHUB_API_URL"):
+            data["github_api_url"] = get("GITHUB_API_URL")
         if get("VP_DB_PATH"):
             data["db_path"] = Path(get("VP_DB_PATH")).expanduser()  # type: ignore[arg-type]
         if get("VP_EMBEDDING_MODEL"):
@@ -102,6 +106,7 @@ class Settings(BaseModel):
             ("VP_MAX_SEGMENT_MINUTES", "max_segment_minutes", int),
             ("VP_PRESENCE_INTERVAL_SECONDS", "presence_interval_seconds", float),
             ("PORT", "port", int),
+            ("VP_GITHUB_RETRY_SECONDS", "github_retry_seconds", float),
         ):
             raw = get(env_name)
             if raw is not None:

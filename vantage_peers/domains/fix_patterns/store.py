@@ -8,6 +8,7 @@ from several processes never overwrite a validated fix or duplicate a link.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ...db import Connection, Row, dumps, loads
@@ -130,11 +131,20 @@ def validate(conn: Connection, *, pattern_id: str, validated_fix: str, validated
     return pattern_doc(row)  # type: ignore[arg-type]
 
 
+# fn(conn, pattern_id, issue_id, now): the GitHub domain records the pattern on the issue row.
+_issue_side: list[Callable[[Connection, str, str, int], None]] = []
+
+
+def register_issue_side(fn: Callable[[Connection, str, str, int], None]) -> None:
+    if fn not in _issue_side:
+        _issue_side.append(fn)
+
+
 def link_issue(conn: Connection, *, pattern_id: str, issue_id: str, now: int | None = None) -> dict[str, Any]:
     """Append `issue_id` to the pattern's `linkedIssueIds` unless it is there already (idempotent).
 
-    This records the pattern side only. The seam for the issue side: the issues domain calls this
-    function inside its own transaction and records the pattern on the issue row there.
+    The issue side (the pattern on the issue row, when that issue is tracked) is recorded by the
+    functions registered with `register_issue_side`, in the same transaction.
     """
     now = now if now is not None else now_ms()
     row = conn.one(
@@ -149,6 +159,8 @@ def link_issue(conn: Connection, *, pattern_id: str, issue_id: str, now: int | N
         row = _require(conn, pattern_id)
         if issue_id not in _id_list(row["linkedIssueIds"]):
             raise InvalidArgument(f"fix pattern {pattern_id} already links {MAX_LINKED_ISSUES} issues, the maximum")
+    for fn in list(_issue_side):
+        fn(conn, pattern_id, issue_id, now)
     return {"patternId": pattern_id, "issueId": issue_id, "added": added,
             "linkedIssueIds": _id_list(row["linkedIssueIds"])}
 

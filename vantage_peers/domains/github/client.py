@@ -1,0 +1,134 @@
+"""A small GitHub REST client over urllib (no extra dependency), with GitHub's rate-limit headers read.
+
+Only the scheduler's outbox job calls it. `GITHUB_API_URL` (default https://api.github.com) lets
+tests and GitHub Enterprise (`https://host/api/v3`) point elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from ... import __version__
+
+API_VERSION = "2022-11-28"
+TIMEOUT_SECONDS = 20.0
+
+
+@dataclass
+class Response:
+    status: int | None                 # None: no answer (network error, timeout)
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+    def rate_limited_until(self, now_ms: int) -> int | None:
+        """When GitHub says to stop: `Retry-After` (seconds) or an exhausted `X-RateLimit-Remaining`
+        with its `X-RateLimit-Reset` (epoch seconds). None when the answer carries no such limit."""
+        retry = self.headers.get("retry-after")
+        if retry is not None and self.status in (403, 429):
+            try:
+                return now_ms + int(float(retry) * 1000)
+            except ValueError:
+                pass
+        if self.headers.get("x-ratelimit-remaining") == "0":
+            try:
+                return max(now_ms, int(float(self.headers.get("x-ratelimit-reset", "0")) * 1000))
+            except ValueError:
+                return now_ms + 60_000
+        if self.status == 429 or (self.status == 403 and "rate limit" in str(self.body).lower()):
+            return now_ms + 60_000  # GitHub's secondary limit: wait at least a minute
+        return None
+
+
+class GitHubClient:
+    def __init__(self, *, token: str, api_url: str, timeout: float = TIMEOUT_SECONDS) -> None:
+        self.token = token
+        self.api_url = api_url.rstrip("/")
+        self.timeout = timeout
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None,
+                query: dict[str, Any] | None = None) -> Response:
+        url = self.api_url + path + ("?" + urllib.parse.urlencode(query) if query else "")
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(url, data=data, method=method, headers={
+            "Accept": "application/vnd.github+json", "Authorization": f"Bearer {self.token}",
+            "X-GitHub-Api-Version": API_VERSION, "User-Agent": f"vantage-peers/{__version__}",
+            **({"Content-Type": "application/json"} if data is not None else {}),
+        })
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - configured API URL
+                return _response(resp.status, resp.read(), resp.headers)
+        except urllib.error.HTTPError as exc:
+            return _response(exc.code, exc.read(), exc.headers)
+        except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
+            return Response(status=None, error=f"{type(exc).__name__}: {exc}")
+
+    # -- the calls the outbox makes -----------------------------------------------------------
+    def comment(self, repo: str, number: int, body: str) -> Response:
+        return self.request("POST", f"/repos/{repo}/issues/{number}/comments", {"body": body})
+
+    def find_comment(self, repo: str, number: int, marker: str, pages: int = 10) -> dict[str, Any] | None | Response:
+        """The issue's comment holding `marker`; None when there is none; a Response on failure."""
+        for page in range(1, pages + 1):
+            resp = self.request("GET", f"/repos/{repo}/issues/{number}/comments", query={"per_page": 100, "page": page})
+            if not resp.ok or not isinstance(resp.body, list):
+                return resp
+            for item in resp.body:
+                if isinstance(item, dict) and marker in str(item.get("body") or ""):
+                    return item
+            if len(resp.body) < 100:
+                return None
+        return None
+
+    def create_issue(self, repo: str, title: str, body: str, labels: list[str]) -> Response:
+        return self.request("POST", f"/repos/{repo}/issues", {"title": title, "body": body, "labels": labels})
+
+    def find_issue(self, repo: str, marker: str, label: str, pages: int = 5) -> dict[str, Any] | None | Response:
+        for page in range(1, pages + 1):
+            resp = self.request("GET", f"/repos/{repo}/issues", query={
+                "labels": label, "state": "all", "sort": "created", "direction": "desc", "per_page": 100,
+                "page": page})
+            if not resp.ok or not isinstance(resp.body, list):
+                return resp
+            for item in resp.body:
+                if isinstance(item, dict) and marker in str(item.get("body") or ""):
+                    return item
+            if len(resp.body) < 100:
+                return None
+        return None
+
+    def pull(self, repo: str, number: int) -> Response:
+        return self.request("GET", f"/repos/{repo}/pulls/{number}")
+
+
+def _response(status: int, raw: bytes, headers: Any) -> Response:
+    try:
+        body = json.loads(raw) if raw else None
+    except ValueError:
+        body = raw[:500].decode("utf-8", "replace")
+    names = {k.lower(): v for k, v in (headers.items() if headers is not None else [])}
+    return Response(status=status, body=body, headers=names)
+
+
+def fetch_json(url: str, *, headers: dict[str, str], timeout: float) -> Response:
+    """GET `url` as JSON (the deployment log endpoint); a timeout is a Response with status None."""
+    req = urllib.request.Request(url, method="GET", headers={"User-Agent": f"vantage-peers/{__version__}", **headers})
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the deployment's URL
+            return _response(resp.status, resp.read(), resp.headers)
+    except urllib.error.HTTPError as exc:
+        return _response(exc.code, exc.read(), exc.headers)
+    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
+        kind = "timeout" if time.monotonic() - started >= timeout * 0.9 else type(exc).__name__
+        return Response(status=None, error=f"{kind}: {exc}")

@@ -1,0 +1,218 @@
+"""MCP tools for GitHub issues (§16), repo mappings (§17), deployments (§19) and errors (§20).
+
+`register` also plugs the domain into the rest of the app: the `/github/webhook` route, the
+complete_task seam (`issue_links`), the issue side of `link_issue_to_pattern`, and the scheduler
+jobs (outbox sender, error monitor, PR monitor, issue stats).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+from ...app import App, check_name
+from ...errors import InvalidArgument
+from ...ids import now_ms
+from ...paging import Fields
+from ..fix_patterns import store as fix_patterns
+from ..tasks import issue_links
+from . import deployments, irp, issues, mappings, monitors, webhook
+from .common import check_number, check_repo
+from .sender import Sender
+
+IssueStatus = Literal["open", "in_progress", "fixed", "verified", "closed"]
+COMMIT_SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
+# A deploy key is sent to the deployment URL: only variables named for that purpose may be read, so a
+# caller cannot have this server send GITHUB_TOKEN or another secret to a URL of their choosing.
+DEPLOY_KEY_VAR = re.compile(r"^(?:DEPLOY_KEY_|CONVEX_DEPLOY_KEY)[A-Z0-9_]{0,100}$")
+
+
+def _url(value: str) -> str:
+    parsed = urlparse(value.strip()) if isinstance(value, str) else None
+    if (parsed is None or parsed.scheme not in ("http", "https") or not parsed.hostname or parsed.username
+            or parsed.password or parsed.query or parsed.fragment or len(value) > 500):
+        raise InvalidArgument(f"deploymentUrl must be an http(s) URL such as https://calm-gerbil-63.convex.cloud "
+                              f"(no credentials, query or fragment), got {value!r}")
+    return value.strip().rstrip("/")
+
+
+def register(app: App) -> None:
+    db = app.db
+    issue_links.register_issue_linker(irp.on_task_completed)
+    irp.watch(app)
+    fix_patterns.register_issue_side(issues.link_pattern)
+    app.add_route(webhook.make_route(app))
+    sender = Sender(app)
+    app.add_job("github.outbox", sender.run)
+    # The poll interval is also enforced per deployment (lastPolledAt), so a scheduler that runs
+    # every job on every tick still polls each deployment every 5 minutes, not every tick.
+    app.add_job("github.error_monitor", lambda: monitors.run_error_monitor(
+        app, min_interval_ms=monitors.POLL_INTERVAL_MS - 10_000), every_seconds=300)
+    app.add_job("github.pr_monitor", lambda: monitors.run_pr_monitor(app), cron="0 * * * *")
+    app.add_job("github.issue_stats", lambda: monitors.run_issue_stats(app), cron="0 6 * * *")
+
+    # -- issues ---------------------------------------------------------------------------------
+    @app.tool("read")
+    def list_issues(project: str | None = None, status: IssueStatus | None = None, limit: int | None = None,
+                    cursor: str | None = None, fields: Fields = "full") -> dict[str, Any]:
+        """List tracked GitHub issues, newest first; returns `{count, issues, nextCursor?}` (rows under `issues`).
+
+        Filters: `project` (the mapped project), `status` (open, in_progress, fixed, verified,
+        closed). `limit` default 20, clamped to 1..200; `count` is the number of rows on this page.
+        `fields="lite"` = _id, _creationTime, repo, issueNumber, title, status, project.
+        """
+        scope = check_name(project, "project") if project is not None else None
+        return db.read(lambda c: issues.list_issues(c, project_name=scope, status=status, limit=limit,
+                                                    cursor=cursor, fields=fields))
+
+    @app.tool("read")
+    def get_issue(repo: str, issueNumber: int) -> dict[str, Any] | None:
+        """Fetch one issue by `repo` (owner/name) and `issueNumber`; null when it is not tracked.
+
+        Includes status, linkedTaskIds, commitShas, linkedPatternIds, fixedBy, verifiedBy, missionId
+        and the external-tracking fields (prUrl, prStatus …) when set.
+        """
+        slug, number = check_repo(repo), check_number(issueNumber)
+        return db.read(lambda c: issues.get(c, repo=slug, number=number))
+
+    @app.tool("write")
+    def update_issue_status(repo: str, issueNumber: int, status: IssueStatus) -> dict[str, Any]:
+        """Move an issue along its lifecycle open → in_progress → fixed → verified → closed.
+
+        Allowed moves: open → in_progress|fixed|closed; in_progress → fixed|open|closed; fixed →
+        verified|in_progress|closed; verified → closed|in_progress; closed → open. Any other move
+        is refused with INVALID_STATE naming the allowed next states; the same status again
+        changes nothing. Unknown issue: NOT_FOUND. Returns the issue.
+        """
+        slug, number = check_repo(repo), check_number(issueNumber)
+        now = now_ms()
+        return db.write(lambda c: issues.set_status(c, repo=slug, number=number, status=status, now=now))
+
+    @app.tool("write")
+    def link_commit_to_issue(repo: str, issueNumber: int, commitSha: str, fixedBy: str | None = None) -> dict[str, Any]:
+        """Record a commit SHA on an issue; an open or in-progress issue moves to `fixed`.
+
+        `commitSha` is 7-40 hex characters (recorded once); `fixedBy` defaults to VP_ORCHESTRATOR.
+        An issue already fixed, verified or closed keeps its status. Returns the issue.
+        """
+        slug, number = check_repo(repo), check_number(issueNumber)
+        if not isinstance(commitSha, str) or not COMMIT_SHA.match(commitSha.strip()):
+            raise InvalidArgument(f"commitSha must be 7-40 hexadecimal characters, got {commitSha!r}")
+        who = app.caller(fixedBy, "fixedBy", required=False)
+        now = now_ms()
+        return db.write(lambda c: issues.link_commit(c, repo=slug, number=number, sha=commitSha.strip().lower(),
+                                                     fixed_by=who, now=now))
+
+    @app.tool("write")
+    def verify_issue(repo: str, issueNumber: int, verifiedBy: str | None = None) -> dict[str, Any]:
+        """Mark a fixed issue `verified` (the fix is confirmed to work); records verifiedBy.
+
+        `verifiedBy` is required (defaults to VP_ORCHESTRATOR). Only a `fixed` issue can be
+        verified (INVALID_STATE otherwise); verifying a verified issue changes nothing. Returns the issue.
+        """
+        slug, number = check_repo(repo), check_number(issueNumber)
+        who = app.caller(verifiedBy, "verifiedBy")
+        now = now_ms()
+        return db.write(lambda c: issues.verify(c, repo=slug, number=number, verified_by=who, now=now))
+
+    @app.tool("read")
+    def issue_stats(project: str | None = None) -> dict[str, Any]:
+        """Issue counts by status: `{open, in_progress, fixed, verified, closed, total}`.
+
+        With `project`, the counts of that project; without, of every issue plus `byProject`
+        (unmapped repos under "(unmapped)"). Daily MTTR snapshots are kept by the 06:00 UTC job.
+        """
+        scope = check_name(project, "project") if project is not None else None
+        return db.read(lambda c: issues.counts(c, project_name=scope))
+
+    # -- repo mappings ----------------------------------------------------------------------------
+    @app.tool("idempotent")
+    def add_repo_mapping(repo: str, orchestrator: str, project: str) -> dict[str, Any]:
+        """Map a GitHub repo (owner/name) to the orchestrator that handles its issues and a project.
+
+        One mapping per repo: adding it again re-points it (and reactivates it). Issues opened
+        on a mapped repo start the IRP; `complete_task` resolves `#NNN` through the project.
+        Returns the mapping with `mappingId` and `created`.
+        """
+        slug = check_repo(repo)
+        who, proj = check_name(orchestrator, "orchestrator"), check_name(project, "project")
+        now = now_ms()
+        return db.write(lambda c: mappings.add(c, repo=slug, orchestrator=who, project=proj,
+                                               created_by=app.settings.orchestrator, now=now))
+
+    @app.tool("read")
+    def list_repo_mappings(limit: int | None = None, cursor: str | None = None,
+                           fields: Fields = "full") -> dict[str, Any]:
+        """List repo → orchestrator mappings, newest first; paged `{items, nextCursor?}`.
+
+        `limit` default 20, clamped to 1..200. `fields="lite"` = _id, _creationTime, repo,
+        orchestrator, project (no active, lastDeployedSHA, lastDeployedAt).
+        """
+        return db.read(lambda c: mappings.list_mappings(c, limit=limit, cursor=cursor, fields=fields))
+
+    @app.tool("read")
+    def get_repo_mapping(repo: str) -> dict[str, Any] | None:
+        """Fetch one repo mapping by its owner/name slug (case-insensitive); null when none."""
+        slug = check_repo(repo)
+        return db.read(lambda c: mappings.get(c, repo=slug))
+
+    @app.tool("destructive")
+    def remove_repo_mapping(repo: str) -> dict[str, Any]:
+        """Delete a repo mapping: new issues of that repo are recorded but start nothing.
+
+        Returns `{repo, deleted}`; an unknown repo gives `deleted: false`. Tracked issues are kept.
+        """
+        slug = check_repo(repo)
+        return db.write(lambda c: mappings.remove(c, repo=slug))
+
+    # -- deployments and errors ---------------------------------------------------------------------
+    @app.tool("idempotent")
+    def add_deployment(name: str, deploymentUrl: str, deployKeyEnvVar: str, githubRepo: str,
+                       orchestrator: str) -> dict[str, Any]:
+        """Register a Convex deployment for error monitoring (polled every 5 minutes).
+
+        `deploymentUrl` e.g. https://calm-gerbil-63.convex.cloud; `deployKeyEnvVar` names the
+        environment variable of this server that holds its deploy key (must start with
+        DEPLOY_KEY_ or CONVEX_DEPLOY_KEY, e.g. DEPLOY_KEY_MYREELDREAM); new errors are filed as
+        `[Auto]` issues on `githubRepo` (owner/name). Adding a name again updates and reactivates it.
+        Returns the deployment with `deploymentId` and `created`.
+        """
+        label = check_name(name, "name")
+        url = _url(deploymentUrl)
+        if not isinstance(deployKeyEnvVar, str) or not DEPLOY_KEY_VAR.match(deployKeyEnvVar):
+            raise InvalidArgument("deployKeyEnvVar must be an environment variable name starting with DEPLOY_KEY_ "
+                                  f"or CONVEX_DEPLOY_KEY in capitals (e.g. DEPLOY_KEY_MYREELDREAM), got {deployKeyEnvVar!r}")
+        slug = check_repo(githubRepo, "githubRepo")
+        owner = check_name(orchestrator, "orchestrator")
+        now = now_ms()
+        return db.write(lambda c: deployments.add(c, name=label, url=url, key_env=deployKeyEnvVar,
+                                                  github_repo=slug, orchestrator=owner, now=now))
+
+    @app.tool("destructive")
+    def remove_deployment(name: str) -> dict[str, Any]:
+        """Stop monitoring a deployment: it is deactivated (`active: false`), its row and errors are kept.
+
+        Unknown name: NOT_FOUND. add_deployment with the same name reactivates it. Returns the deployment.
+        """
+        label = check_name(name, "name")
+        now = now_ms()
+        return db.write(lambda c: deployments.deactivate(c, name=label, now=now))
+
+    @app.tool("read")
+    def list_errors(deployment: str | None = None, limit: int | None = None, cursor: str | None = None,
+                    fields: Fields = "full") -> dict[str, Any]:
+        """List detected deployment errors with their dedup counts and linked issue numbers, newest first.
+
+        `deployment` filters by deployment name. Paged `{items, nextCursor?}`; `limit` default 20,
+        clamped to 1..200. `fields="lite"` = _id, _creationTime, deployment, functionName,
+        errorMessage, count, lastSeen, githubIssueNumber.
+        """
+        label = check_name(deployment, "deployment") if deployment is not None else None
+        return db.read(lambda c: deployments.list_errors(c, deployment=label, limit=limit, cursor=cursor,
+                                                         fields=fields))
+
+    @app.tool("read")
+    def get_error(errorId: str) -> dict[str, Any] | None:
+        """Fetch one error-log entry by id with its full details, including the stack trace; null when unknown."""
+        return db.read(lambda c: deployments.get_error(c, error_id=errorId))
