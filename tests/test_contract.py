@@ -29,6 +29,9 @@ EXPECTED = {
     "create_fix_pattern", "get_fix_pattern", "add_fix_attempt", "validate_fix", "search_fix_patterns",
     "list_fix_patterns", "link_issue_to_pattern",
     "improvisation_digest",
+    # Recurring tasks (issue 12)
+    "create_recurring_task", "get_recurring_task", "list_recurring_tasks", "update_recurring_task",
+    "delete_recurring_task", "pause_recurring_task", "resume_recurring_task",
 }
 
 READ_PREFIXES = ("get_", "list_", "search_", "recall", "text_search", "hybrid_search", "check_", "validate_",
