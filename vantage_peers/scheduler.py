@@ -99,8 +99,11 @@ def claim_job(conn: Connection, *, name: str, schedule: str, owner: str, now: in
 
 
 def finish_job(conn: Connection, *, name: str, schedule: str, owner: str, started: int, finished: int,
-               error: BaseException | None) -> None:
-    """Record the run, release the lease; the cadence advances only after a success."""
+               error: BaseException | None, retry_ms: int = 0) -> None:
+    """Record the run, release the lease; the cadence advances only after a success.
+
+    A failed cadenced job is due again `retry_ms` (one tick) after it started, for any process, so N
+    processes retry it once per tick between them, not once each."""
     release_lease(conn, f"job:{name}", owner)
     if error is None:
         conn.execute(
@@ -111,8 +114,9 @@ def finish_job(conn: Connection, *, name: str, schedule: str, owner: str, starte
     else:
         conn.execute(
             "UPDATE schedulerJobs SET lastFinishedAt = ?, lastDurationMs = ?, lastStatus = 'error', lastError = ?, "
-            "failCount = failCount + 1 WHERE name = ?",
-            (finished, finished - started, f"{type(error).__name__}: {error}"[:1000], name),
+            "failCount = failCount + 1, nextRunAt = CASE WHEN schedule = 'every tick' THEN 0 ELSE ? END "
+            "WHERE name = ?",
+            (finished, finished - started, f"{type(error).__name__}: {error}"[:1000], started + retry_ms, name),
         )
 
 
@@ -150,7 +154,8 @@ class Scheduler:
         `force` runs the selected jobs even when their cadence says they are not due yet (wake).
         """
         results: dict[str, object] = {}
-        tick_ttl = int(max(self.app.settings.tick_seconds * 4, 60) * 1000)
+        tick_ms = int(self.app.settings.tick_seconds * 1000)
+        tick_ttl = max(tick_ms * 4, 60_000)
         for name, fn in list(self.app.jobs):
             if only is not None and name not in only:
                 continue
@@ -178,7 +183,7 @@ class Scheduler:
                 _tick_time.reset(token)
                 finished = max(self.clock(), started)
                 self.app.db.write(lambda c, n=name, s=schedule, e=error, f=finished, st=started: finish_job(
-                    c, name=n, schedule=s, owner=self.owner, started=st, finished=f, error=e))
+                    c, name=n, schedule=s, owner=self.owner, started=st, finished=f, error=e, retry_ms=tick_ms))
         return results
 
     def _loop(self) -> None:
