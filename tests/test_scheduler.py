@@ -136,3 +136,24 @@ def test_doctor_shows_jobs_and_next_occurrences(tmp_path):
     assert "recurring tasks: 1 active, 0 paused" in text
     assert "'Weekly pipeline health' -> tau (0 8 * * 1 Europe/Paris" in text
     app.db.close()
+
+
+def test_recurring_job_ignores_a_dead_processs_lease_and_fires_once(tmp_path):
+    from vantage_peers.domains.recurring import store
+    from vantage_peers.ids import now_ms
+    from vantage_peers.server import create_app
+
+    app = create_app(make_settings(tmp_path / "dead.db"))
+    template_id = app.db.write(lambda c: store.create(c, payload={
+        "title": "t", "assignedTo": "sigma", "cronExpression": "0 0 1 1 *"}, now=now_ms() - 400 * 86_400_000))
+    # A process SIGKILLed during its tick left the job's lease behind for a long while.
+    app.db.write(lambda c: c.execute("INSERT INTO leases (name, owner, expiresAt) VALUES (?, ?, ?)",
+                                     ("job:recurring-tasks", "dead-1", now_ms() + 3_600_000)))
+    first, second = Scheduler(app), Scheduler(app)  # two processes ticking at once
+    fired = [s.run_once({"recurring-tasks"})["recurring-tasks"]["fired"] for s in (first, second)]
+    assert fired == [1, 0]
+    assert app.db.read(lambda c: c.scalar("SELECT count(*) FROM tasks WHERE recurringTaskId = ?",
+                                          (template_id,))) == 1
+    job = {j["name"]: j for j in scheduler_overview(app.db)["jobs"]}["recurring-tasks"]
+    assert job["schedule"] == "every tick" and job["runCount"] == 2 and job["lastStatus"] == "ok"
+    app.db.close()

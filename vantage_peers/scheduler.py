@@ -6,7 +6,8 @@ Domains add jobs with `app.add_job(name, fn, every_seconds=None, cron=None)`:
 - `cron="0 6 * * *"` (UTC): once per occurrence across all processes.
 
 Each job runs under a lease in the database, taken only if the job is due (one SQL statement),
-so when several processes share the file one of them runs a given job. The cadence lives in
+so when several processes share the file one of them runs a given job (except the every-tick
+jobs declared with `allow_concurrent`, whose effects are decided in SQL). The cadence lives in
 `schedulerJobs.nextRunAt`, advanced only after a run succeeds: a job that raises is logged,
 recorded (`lastStatus='error'`) and retried on the next tick by whichever process gets there;
 it never stops the thread. A process killed mid-job leaves its lease to expire, then another
@@ -31,6 +32,17 @@ log = logging.getLogger("vantage_peers.scheduler")
 WAKE_DEBOUNCE_SECONDS = 0.2
 SCHEDULED_LEASE_MS = 300_000  # a job with a cadence may run this long before another process may take over
 _tick_time: contextvars.ContextVar[int | None] = contextvars.ContextVar("vp_tick_time", default=None)
+CONCURRENT: set[str] = set()  # every-tick jobs each process runs without the lease
+
+
+def allow_concurrent(name: str) -> None:
+    """Let every process run the every-tick job `name` on each of its ticks, without the lease.
+
+    For jobs whose every effect is decided in SQL (compare-and-set), such as firing recurring
+    tasks: there a lease adds nothing but a delay after a crash (a SIGKILLed holder keeps it until
+    it expires), and skipping it saves a write per tick. Cadenced jobs always take the lease.
+    """
+    CONCURRENT.add(name)
 
 
 def tick_now() -> int:
@@ -105,6 +117,9 @@ def finish_job(conn: Connection, *, name: str, schedule: str, owner: str, starte
     A failed cadenced job is due again `retry_ms` (one tick) after it started, for any process, so N
     processes retry it once per tick between them, not once each."""
     release_lease(conn, f"job:{name}", owner)
+    conn.execute("INSERT INTO schedulerJobs (name, schedule) VALUES (?, ?) ON CONFLICT (name) DO UPDATE "
+                 "SET schedule = excluded.schedule, lastStartedAt = ?, lastOwner = ?",
+                 (name, schedule, started, owner))
     if error is None:
         conn.execute(
             "UPDATE schedulerJobs SET lastFinishedAt = ?, lastDurationMs = ?, lastStatus = 'ok', lastError = NULL, "
@@ -168,9 +183,9 @@ class Scheduler:
                 continue
             ttl = tick_ttl if schedule == "every tick" else max(tick_ttl, SCHEDULED_LEASE_MS)
             started = self.clock()
-            claimed = self.app.db.write(lambda c, n=name, s=schedule, t=ttl, now=started: claim_job(
-                c, name=n, schedule=s, owner=self.owner, now=now, ttl_ms=t, force=force))
-            if not claimed:
+            concurrent = name in CONCURRENT and schedule == "every tick"
+            if not concurrent and not self.app.db.write(lambda c, n=name, s=schedule, t=ttl, now=started: claim_job(
+                    c, name=n, schedule=s, owner=self.owner, now=now, ttl_ms=t, force=force)):
                 continue
             error: BaseException | None = None
             token = _tick_time.set(started)
