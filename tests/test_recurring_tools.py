@@ -86,7 +86,10 @@ def test_update_pause_resume_delete(tools, app):
         "deleted": True}
     assert tools.call("get_recurring_task", recurringTaskId=template_id) is None
     assert tools.call("get_task", taskId=fired["taskIds"][0])["status"] == "todo"
-    assert tools.call("delete_recurring_task", recurringTaskId=template_id) == {"deleted": False}
+    assert tools.call("delete_recurring_task", recurringTaskId=template_id, callerOrchestrator="bob") == {
+        "deleted": False}
+    # A hard delete needs a caller, like delete_task.
+    assert "callerOrchestrator is required" in tools.error("delete_recurring_task", recurringTaskId=template_id)
 
 
 @pytest.mark.parametrize("expr", ["0 9 * *", "@daily", "0 9 * * * *", "99 * * * *", "0 0 31 2 *", "H 9 * * *"])
@@ -124,7 +127,8 @@ def test_unknown_id(tools):
     for name in ("update_recurring_task", "pause_recurring_task", "resume_recurring_task"):
         extra = {"title": "x"} if name == "update_recurring_task" else {}
         assert tools.error(name, recurringTaskId="rec_nope", **extra).endswith(": NOT_FOUND: recurring task rec_nope does not exist; list_recurring_tasks shows the ids")
-    assert tools.call("delete_recurring_task", recurringTaskId="rec_nope") == {"deleted": False}
+    assert tools.call("delete_recurring_task", recurringTaskId="rec_nope", callerOrchestrator="x") == {
+        "deleted": False}
 
 
 def test_wrong_caller_is_refused_and_changes_nothing(tools):

@@ -105,10 +105,10 @@ def register(app: App) -> None:
     def delete_recurring_task(recurringTaskId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Delete a template for good; the tasks it already created are kept unchanged.
 
-        Returns `{deleted}` (false when no such template). RBAC: with `callerOrchestrator`
-        (default VP_ORCHESTRATOR), only the creator or `system` may delete.
+        Returns `{deleted}` (false when no such template). Needs `callerOrchestrator` (default
+        VP_ORCHESTRATOR): only the creator or `system` may delete.
         """
-        caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
+        caller = app.caller(callerOrchestrator, "callerOrchestrator")
         return db.write(lambda c: store.delete(c, template_id=recurringTaskId, caller=caller))
 
     @app.tool("idempotent")
