@@ -102,7 +102,8 @@ def test_bad_cron_is_refused_on_create_and_update(tools, expr):
     assert tools.call("get_recurring_task", recurringTaskId=template_id)["cronExpression"] == "0 9 * * *"
 
 
-@pytest.mark.parametrize("zone", ["Mars/Olympus_Mons", "../../etc/passwd", "/etc/localtime", "", "X" * 300])
+@pytest.mark.parametrize("zone", ["Mars/Olympus_Mons", "../../etc/passwd", "/etc/localtime", "", "X" * 300,
+                                  "localtime", "right/Europe/Paris", "Europe/Paris\x00", "Europe"])
 def test_bad_timezone_is_refused(tools, zone):
     message = tools.error("create_recurring_task", title="x", assignedTo="carol", cronExpression="0 9 * * *",
                           timezone=zone)

@@ -82,6 +82,10 @@ def parse_timezone(value: Any) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > 100:
         raise InvalidArgument(f"timezone must be {hint}")
     name = value.strip()
+    # Files of the system tz directory that are not zone names: the machine's own zone (it would
+    # mean something else on each machine) and the leap-second / POSIX variants.
+    if name in ("localtime", "posixrules") or name.startswith(("right/", "posix/")):
+        raise InvalidArgument(f"timezone {value!r} is not a portable zone name; use {hint}")
     try:
         return ZoneInfo(name).key
     except (ZoneInfoNotFoundError, ValueError, OSError):
