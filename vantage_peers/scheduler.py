@@ -183,6 +183,8 @@ class Scheduler:
                 continue
             ttl = tick_ttl if schedule == "every tick" else max(tick_ttl, SCHEDULED_LEASE_MS)
             started = self.clock()
+            if schedule != "every tick" and not force and not self._maybe_due(name, schedule, started):
+                continue  # a read, so that N idle processes do not queue on the write lock every tick
             concurrent = name in CONCURRENT and schedule == "every tick"
             if not concurrent and not self.app.db.write(lambda c, n=name, s=schedule, t=ttl, now=started: claim_job(
                     c, name=n, schedule=s, owner=self.owner, now=now, ttl_ms=t, force=force)):
@@ -200,6 +202,11 @@ class Scheduler:
                 self.app.db.write(lambda c, n=name, s=schedule, e=error, f=finished, st=started: finish_job(
                     c, name=n, schedule=s, owner=self.owner, started=st, finished=f, error=e, retry_ms=tick_ms))
         return results
+
+    def _maybe_due(self, name: str, schedule: str, now: int) -> bool:
+        row = self.app.db.read(lambda c: c.one("SELECT schedule, nextRunAt FROM schedulerJobs WHERE name = ?",
+                                               (name,)))
+        return row is None or row["schedule"] != schedule or row["nextRunAt"] <= now
 
     def _loop(self) -> None:
         only: set[str] | None = None
