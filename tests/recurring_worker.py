@@ -6,8 +6,16 @@ import time
 from pathlib import Path
 
 
-def ticker(path: str, clock, stop, stalled=None) -> None:
-    """Fire due templates at the shared simulated clock until `stop`.
+def context():
+    """fork on Linux (no re-import per process: the test stays fast on a loaded machine), else spawn."""
+    import multiprocessing as mp
+    import sys
+
+    return mp.get_context("fork" if sys.platform == "linux" else "spawn")
+
+
+def ticker(path: str, clock, stop, ready, stalled=None) -> None:
+    """Fire due templates at the simulated `clock` until `stop`.
 
     With `stalled` (an Event), this process is the victim: on its third fire it signals and then
     sleeps inside the open write transaction, holding the lock, until the test SIGKILLs it.
@@ -30,6 +38,7 @@ def ticker(path: str, clock, stop, stalled=None) -> None:
 
         tasks_store.create_task = stalling
     db = Database(Path(path))
+    ready.wait()
     while not stop.is_set():
         store.fire_due(db, now=clock.value)
         time.sleep(0.002)

@@ -3,18 +3,17 @@ when a process is SIGKILLed in the middle of its firing transaction."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import signal
 import time
 
-from recurring_worker import ticker
+from recurring_worker import context, ticker
 
 from vantage_peers.db import Database
 from vantage_peers.domains.recurring import cron, store
 
 MIN = 60_000
-STEPS = 20
+STEPS = 30
 EVERY = {"* * * * *": 1, "*/2 * * * *": 2, "*/5 * * * *": 5}
 PER_SCHEDULE = 40
 
@@ -36,23 +35,28 @@ def test_processes_fire_each_occurrence_once_and_a_killed_one_leaves_no_gap(db_p
                    "timezone": "Asia/Kolkata"}
         ids[db.write(lambda c, p=payload: store.create(c, payload=p, now=start))] = 3
 
-    ctx = mp.get_context("spawn")
-    clock, stop, stalled = ctx.Value("q", start), ctx.Event(), ctx.Event()
-    victim = ctx.Process(target=ticker, args=(str(db_path), clock, stop, stalled))
-    workers = [ctx.Process(target=ticker, args=(str(db_path), clock, stop)) for _ in range(2)]
+    ctx = context()
+    clock, victim_clock = ctx.Value("q", start), ctx.Value("q", start)
+    stop, stalled, ready = ctx.Event(), ctx.Event(), ctx.Barrier(4)
+    victim = ctx.Process(target=ticker, args=(str(db_path), victim_clock, stop, ready, stalled))
+    workers = [ctx.Process(target=ticker, args=(str(db_path), clock, stop, ready)) for _ in range(2)]
     for p in (victim, *workers):
         p.start()
-    killed_at = None
     try:
+        ready.wait(timeout=120)  # every process is up and ticking
+        # The victim reaches minute 1 first, fires two templates and stalls inside its transaction
+        # with the write lock held; the others then tick minute 1 too and queue on the lock.
+        victim_clock.value = start + MIN
+        assert stalled.wait(60), "the victim never started firing"
+        clock.value = start + MIN
+        time.sleep(0.3)
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.join(30)
         for step in range(1, STEPS + 1):
             now = start + step * MIN
             clock.value = now
             deadline = time.monotonic() + 120
             while True:
-                if stalled.is_set() and killed_at is None:
-                    os.kill(victim.pid, signal.SIGKILL)  # inside its write transaction, lock held
-                    victim.join(30)
-                    killed_at = step
                 due = db.read(lambda c, n=now: c.scalar(
                     "SELECT count(*) FROM recurringTasks WHERE nextRunAt <= ?", (n,)))
                 if due == 0:
@@ -65,7 +69,7 @@ def test_processes_fire_each_occurrence_once_and_a_killed_one_leaves_no_gap(db_p
             p.join(60)
             if p.is_alive():
                 p.kill()
-    assert killed_at is not None and victim.exitcode == -signal.SIGKILL
+    assert victim.exitcode == -signal.SIGKILL
     assert all(p.exitcode == 0 for p in workers)
 
     expected_total = 0

@@ -4,12 +4,11 @@ failures retried on the next tick, run state for doctor/status, and the thread s
 from __future__ import annotations
 
 import io
-import multiprocessing as mp
 import threading
 from collections import Counter
 
 from conftest import make_settings
-from recurring_worker import job_runner
+from recurring_worker import context, job_runner
 
 from vantage_peers.app import App
 from vantage_peers.db import Database, migrate
@@ -32,8 +31,8 @@ def test_cadenced_jobs_run_once_per_period_across_processes(db_path):
     db = Database(db_path)
     migrate(db)
     start = cron.to_ms(cron.from_ms(1_780_000_000_000).replace(hour=4, minute=0, second=0, microsecond=0))
-    steps = [start + i * 10 * MIN for i in range(19)]  # 04:00 .. 07:00 every 10 minutes
-    ctx = mp.get_context("spawn")
+    steps = [start + i * 5 * MIN for i in range(37)]  # 04:00 .. 07:00 every 5 minutes
+    ctx = context()
     barrier, queue = ctx.Barrier(PROCESSES), ctx.Queue()
     procs = [ctx.Process(target=job_runner, args=(str(db_path), steps, barrier, queue)) for _ in range(PROCESSES)]
     for p in procs:
@@ -48,10 +47,10 @@ def test_cadenced_jobs_run_once_per_period_across_processes(db_path):
     # A job never run before is due at once, then follows its cadence, once per period in all.
     assert at["hourly"] == [start, start + 60 * MIN, start + 120 * MIN, start + 180 * MIN]
     assert at["half-hourly"] == [start + i * 30 * MIN for i in range(7)]
-    # The daily 06:00 job failed twice (04:00 and 04:10), was retried on each next tick (by one
-    # process, not by each), then succeeded at 04:20 and waited for 06:00 for its next run.
-    assert at["flaky-fail"] == [start, start + 10 * MIN]
-    assert at["flaky"] == [start + 20 * MIN, start + 120 * MIN]
+    # The daily 06:00 job failed twice (04:00 and 04:05), was retried on each next tick (by one
+    # process, not by each), then succeeded at 04:10 and waited for 06:00 for its next run.
+    assert at["flaky-fail"] == [start, start + 5 * MIN]
+    assert at["flaky"] == [start + 10 * MIN, start + 120 * MIN]
     results = Counter(item for out in outcomes for item in out)
     assert results["flaky:RuntimeError"] == 2
     view = scheduler_overview(db, now=steps[-1])

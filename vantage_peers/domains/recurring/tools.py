@@ -113,9 +113,10 @@ def register(app: App) -> None:
 
     @app.tool("idempotent")
     def pause_recurring_task(recurringTaskId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Pause a template: it creates no task until resumed. Returns the definition.
+        """Pause a template so that it creates no task until resumed; returns the definition.
 
-        Pausing a paused template changes nothing. RBAC as update_recurring_task.
+        Pausing a paused template changes nothing. RBAC: with `callerOrchestrator` (default
+        VP_ORCHESTRATOR), only the creator or `system` may pause.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
         return db.write(lambda c: store.pause(c, template_id=recurringTaskId, caller=caller))
@@ -125,7 +126,8 @@ def register(app: App) -> None:
         """Resume a paused template from its next occurrence after now; returns the definition.
 
         Runs missed while paused are not replayed (no burst). Resuming an active template changes
-        nothing. RBAC as update_recurring_task.
+        nothing. RBAC: with `callerOrchestrator` (default VP_ORCHESTRATOR), only the creator or
+        `system` may resume.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
         return db.write(lambda c: store.resume(c, template_id=recurringTaskId, caller=caller))
