@@ -4,7 +4,8 @@
 (`Scheduler.run_once` on every tick, the recurring job included) start ticking together. Reports
 the time until every template has fired, which process fired how many, and the duplicates
 (tasks beyond one per template) and misses (templates without a task): both must be 0.
-A second round does the same with 1 process, for the ratio.
+A second round does the same with 1 process, for the ratio; a third makes each transaction fire
+one template, so that the 4 processes interleave and race on every compare-and-set.
 """
 
 from __future__ import annotations
@@ -23,14 +24,17 @@ from vantage_peers.domains.recurring import store  # noqa: E402
 from vantage_peers.ids import now_ms  # noqa: E402
 
 
-def ticking_process(path: str, tick: float, barrier, stop, results) -> None:
-    from vantage_peers.scheduler import Scheduler
+def ticking_process(path: str, tick: float, batch: int, barrier, stop, results) -> None:
+    from vantage_peers.scheduler import Scheduler, tick_now
     from vantage_peers.server import create_app
     from vantage_peers.settings import Settings
 
     settings = Settings.from_env({}, dotenv=False).model_copy(
         update={"db_path": Path(path), "scheduler": True, "tick_seconds": tick})
     app = create_app(settings)
+    if batch != store.FIRE_BATCH:  # smaller transactions: the processes interleave template by template
+        app.jobs = [(name, (lambda: store.fire_due(app.db, now=tick_now(), batch=batch))
+                     if name == "recurring-tasks" else fn) for name, fn in app.jobs]
     sched = Scheduler(app)
     fired = ticks = 0
     barrier.wait()
@@ -46,7 +50,7 @@ def ticking_process(path: str, tick: float, barrier, stop, results) -> None:
     results.put(("done", fired, ticks))
 
 
-def run_round(templates: int, processes: int, tick: float) -> dict:
+def run_round(templates: int, processes: int, tick: float, batch: int = store.FIRE_BATCH) -> dict:
     path = Path(tempfile.mkdtemp(prefix="vp-bench-sched-")) / "bench.db"
     db = Database(path)
     migrate(db)
@@ -57,7 +61,7 @@ def run_round(templates: int, processes: int, tick: float) -> dict:
                         for i, expr in enumerate(schedules)])
     ctx = mp.get_context("spawn")
     barrier, stop, results = ctx.Barrier(processes + 1), ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=ticking_process, args=(str(path), tick, barrier, stop, results))
+    procs = [ctx.Process(target=ticking_process, args=(str(path), tick, batch, barrier, stop, results))
              for _ in range(processes)]
     for p in procs:
         p.start()
@@ -80,7 +84,7 @@ def run_round(templates: int, processes: int, tick: float) -> dict:
     fired = db.read(lambda c: c.scalar("SELECT count(DISTINCT recurringTaskId) FROM tasks"))
     runs = db.read(lambda c: c.scalar("SELECT coalesce(sum(runCount), 0) FROM recurringTasks"))
     db.close()
-    return {"processes": processes, "seconds": elapsed, "duplicates": tasks - fired, "misses": templates - fired,
+    return {"processes": processes, "batch": batch, "seconds": elapsed, "duplicates": tasks - fired, "misses": templates - fired,
             "runCountTotal": runs, "firedPerProcess": per_process, "errors": errors}
 
 
@@ -91,9 +95,10 @@ def main() -> None:
     parser.add_argument("--tick", type=float, default=1.0)
     args = parser.parse_args()
     print(f"{args.templates} templates due at once, scheduler tick {args.tick:g}s")
-    rounds = [run_round(args.templates, args.processes, args.tick), run_round(args.templates, 1, args.tick)]
+    rounds = [run_round(args.templates, args.processes, args.tick), run_round(args.templates, 1, args.tick),
+              run_round(args.templates, args.processes, args.tick, batch=1)]
     for r in rounds:
-        print(f"  {r['processes']} process(es): all fired in {r['seconds']:.3f} s "
+        print(f"  {r['processes']} process(es), {r['batch']} template(s) per transaction: all fired in {r['seconds']:.3f} s "
               f"({args.templates / r['seconds']:.0f} templates/s); duplicates {r['duplicates']}, "
               f"misses {r['misses']}, sum(runCount) {r['runCountTotal']}; fired per process {r['firedPerProcess']}"
               + (f"; errors {r['errors']}" if r["errors"] else ""))
