@@ -106,6 +106,18 @@ def test_fall_week_in_new_york(db):
                                             ms(2026, 11, 3, 14), ms(2026, 11, 4, 14)]
 
 
+def test_paris_falls_back_and_still_fires_once_a_day(db):
+    # Europe/Paris falls back on Sunday 25 October 2026 at 01:00 UTC (03:00 CEST -> 02:00 CET).
+    start = ms(2026, 10, 23)
+    nine = make(db, "0 9 * * *", "Europe/Paris", now=start)
+    half_past_two = make(db, "30 2 * * *", "Europe/Paris", now=start)
+    tick_week(db, start, days=4)
+    assert runs(db, nine) == [ms(2026, 10, 23, 7), ms(2026, 10, 24, 7), ms(2026, 10, 25, 8), ms(2026, 10, 26, 8)]
+    # 02:30 happens twice on the 25th: only the first pass (00:30 UTC) fires.
+    assert runs(db, half_past_two) == [ms(2026, 10, 23, 0, 30), ms(2026, 10, 24, 0, 30), ms(2026, 10, 25, 0, 30),
+                                       ms(2026, 10, 26, 1, 30)]
+
+
 def test_created_task_carries_the_template(db):
     start = ms(2026, 5, 4, 8, 59)
     template_id = make(db, "0 9 * * *", now=start, title="Daily standup report")

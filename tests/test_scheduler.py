@@ -134,6 +134,9 @@ def test_doctor_shows_jobs_and_next_occurrences(tmp_path):
     assert "job hourly: every 3600s; last run" in text and "ok; next" in text
     assert "recurring tasks: 1 active, 0 paused" in text
     assert "'Weekly pipeline health' -> tau (0 8 * * 1 Europe/Paris" in text
+    view = scheduler_overview(app.db)
+    assert view["recurring"] == {"active": 1, "paused": 0, "nextDue": view["recurring"]["nextDue"]}
+    assert [d["title"] for d in view["recurring"]["nextDue"]] == ["Weekly pipeline health"]
     app.db.close()
 
 
