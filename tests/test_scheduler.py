@@ -158,4 +158,5 @@ def test_recurring_job_ignores_a_dead_processs_lease_and_fires_once(tmp_path):
                                           (template_id,))) == 1
     job = {j["name"]: j for j in scheduler_overview(app.db)["jobs"]}["recurring-tasks"]
     assert job["schedule"] == "every tick" and job["runCount"] == 2 and job["lastStatus"] == "ok"
+    assert job["lastOwner"] == second.owner and job["lastStartedAt"] <= job["lastFinishedAt"]
     app.db.close()

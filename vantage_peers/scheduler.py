@@ -117,8 +117,9 @@ def finish_job(conn: Connection, *, name: str, schedule: str, owner: str, starte
     A failed cadenced job is due again `retry_ms` (one tick) after it started, for any process, so N
     processes retry it once per tick between them, not once each."""
     release_lease(conn, f"job:{name}", owner)
-    conn.execute("INSERT INTO schedulerJobs (name, schedule) VALUES (?, ?) ON CONFLICT (name) DO UPDATE "
-                 "SET schedule = excluded.schedule, lastStartedAt = ?, lastOwner = ?",
+    conn.execute("INSERT INTO schedulerJobs (name, schedule, lastStartedAt, lastOwner) VALUES (?, ?, ?, ?) "
+                 "ON CONFLICT (name) DO UPDATE SET schedule = excluded.schedule, "
+                 "lastStartedAt = excluded.lastStartedAt, lastOwner = excluded.lastOwner",
                  (name, schedule, started, owner))
     if error is None:
         conn.execute(
