@@ -56,7 +56,8 @@ def _when(ms: int | None, now: int) -> str:
     stamp = datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
     delta = (ms - now) // 1000
     span = abs(delta)
-    text = f"{span}s" if span < 120 else f"{span // 60}m" if span < 7200 else f"{span // 3600}h"
+    text = (f"{span}s" if span < 120 else f"{span // 60}m" if span < 7200 else f"{span // 3600}h"
+            if span < 172_800 else f"{span // 86_400}d")
     return f"{stamp} ({'in ' + text if delta > 0 else text + ' ago'})"
 
 
