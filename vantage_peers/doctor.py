@@ -135,6 +135,14 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
         fail("github", str(exc))
 
     try:
+        from .domains.recurring import doctor_lines
+
+        for status, label, detail in doctor_lines(settings, db):
+            line(status, label, detail)
+    except Exception as exc:  # noqa: BLE001
+        fail("scheduler", str(exc))
+
+    try:
         from .server import create_app
 
         app = create_app(settings)

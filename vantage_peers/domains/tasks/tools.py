@@ -64,7 +64,8 @@ def register(app: App) -> None:
 
         Returns null when the task does not exist. `workSegments` = [{startedAt, endedAt?, minutes?,
         orchestrator?}]; `dependencies` = [{_id, title, status}]; `openDependencies` = ids of
-        dependencies not yet done (cancelled ones are not waited on).
+        dependencies not yet done (cancelled ones are not waited on). A task created by a recurring
+        template has `recurringTaskId` (and `createdBy` = `cron-<that id>`).
         """
         return db.read(lambda c: store.get_task(c, task_id=taskId))
 
