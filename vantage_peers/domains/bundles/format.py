@@ -29,6 +29,7 @@ MANIFEST = "manifest.json"
 MAX_MANIFEST_BYTES = 1_048_576
 MAX_LINE_BYTES = 4 * 1_048_576  # one record: 1 MiB of content, JSON-escaped, plus the rest
 MAX_PROBLEMS = 100
+PROGRESS_EVERY = 10_000  # records between two progress reports on stderr
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ def read_bundle(source: IO[bytes], limits: Limits = CLI_LIMITS,
                     if total_records > limits.records:
                         raise _Fatal(f"BUNDLE_TOO_LARGE: more than {limits.records} records")
                     _record(bundle, f"{name}:{number}", line, kind, model)
-                    if progress and count % 10_000 == 0:
+                    if progress and count % PROGRESS_EVERY == 0:
                         progress(name, count)
 
                 digest, size = _read_member(stream, member.size, on_line)
@@ -260,7 +261,7 @@ def write_bundle(out: IO[bytes], *, source: dict[str, Any], members: dict[str, I
                 spool.write(line)
                 size += len(line)
                 n += 1
-                if progress and n % 10_000 == 0:
+                if progress and n % PROGRESS_EVERY == 0:
                     progress(name, n)
             spool.seek(0)
             spools[name] = (spool, digest.hexdigest(), size, n)
