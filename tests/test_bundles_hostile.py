@@ -163,3 +163,15 @@ def test_hand_made_bundle_from_another_tool_imports(tools, app):
     assert note["topic"] == "dest" and json.loads(note["linkedMemoryIds"]) == [rows[1]["id"]]
     assert tools.pages("list_tasks", project="dest")[0][0]["title"] == "do"
     assert sum(tools.call("import_okf_bundle", bundle=data, namespace="dest", mode="merge")["added"].values()) == 0
+
+
+def test_dot_slash_names_from_tar_c_dir_are_accepted(tools):
+    """`tar -czf b.tgz -C dir .` writes `./`, `./manifest.json`, …: accepted; `./../x` is not."""
+    members = good_members()
+    dot = tarfile.TarInfo("./")
+    dot.type = tarfile.DIRTYPE
+    entries = [(dot, None), file_entry("./manifest.json", json.dumps(manifest_for(members)).encode())]
+    entries += [file_entry(f"./{n}", d) for n, d in members.items()]
+    assert tools.call("validate_okf_bundle", bundle=b64(tar_gz(entries)))["valid"] is True
+    bad = tar_gz([file_entry("./../memories.jsonl", b"")])
+    assert tools.call("validate_okf_bundle", bundle=b64(bad))["problems"][0]["code"] == "UNSAFE_MEMBER"

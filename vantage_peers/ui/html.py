@@ -60,7 +60,11 @@ border:1px solid transparent;white-space:nowrap}
 .vp-status-review{background:#fbefff;color:#512a97;border-color:#c297ff}
 .vp-status-blocked{background:#ffebe9;color:#82071e;border-color:#ff8182}
 .vp-status-done{background:#dafbe1;color:#044f1e;border-color:#4ac26b}
-.vp-status-other{background:#eaeef2;color:#24292f;border-color:#afb8c1}
+.vp-status-brainstorm,.vp-status-plan{background:#ddf4ff;color:#0a3069;border-color:#54aeff}
+.vp-status-execute{background:#fff8c5;color:#4d2d00;border-color:#d4a72c}
+.vp-status-validate{background:#fbefff;color:#512a97;border-color:#c297ff}
+.vp-status-complete{background:#dafbe1;color:#044f1e;border-color:#4ac26b}
+.vp-status-other,.vp-status-cancelled{background:#eaeef2;color:#24292f;border-color:#afb8c1}
 .vp-footer{margin-top:8px;color:#57606a;font-size:12px}
 .vp-empty{color:#57606a;font-style:italic}
 .vp-feed,.vp-list,.vp-timeline{list-style:none;margin:0;padding:0}

@@ -20,7 +20,7 @@ from mcp.server.mcpserver.resources import FunctionResource
 from mcp.server.mcpserver.resources.templates import ResourceSecurity
 
 from ..db import Connection
-from ..errors import InvalidArgument, VantageError
+from ..errors import InvalidArgument, NotFound, VantageError
 from .i18n import LANGS
 from .render import RENDERERS
 
@@ -124,7 +124,7 @@ def fetch(conn: Connection, primitive: str, params: dict[str, Any], limit: int) 
         if p.get("noteId"):
             note = briefings.NOTES.get(conn, p["noteId"])
             if note is None:
-                raise InvalidArgument(f"NOT_FOUND: briefing note {p['noteId']} does not exist")
+                raise NotFound(f"briefing note {p['noteId']} does not exist")
             return [note]
         return briefings.list_notes(conn, topic=p.get("topic"), updated_since=None, limit=limit, cursor=None,
                                     fields="full")["items"]

@@ -118,8 +118,13 @@ def _read_member(stream: IO[bytes], size: int, on_line: Callable[[int, bytes], N
     return digest.hexdigest(), read
 
 
-def _member_check(member: tarfile.TarInfo, seen: set[str], limits: Limits) -> str:
+def _member_check(member: tarfile.TarInfo, seen: set[str], limits: Limits) -> str | None:
+    """The member's name when it may be read; None for the `./` entry of `tar -C dir .`; else _Fatal."""
     name = member.name
+    if name in (".", "./") and member.isdir():
+        return None
+    if name.startswith("./"):  # `tar czf b.tgz ./manifest.json …` and `tar -C dir .` prefix names this way
+        name = name[2:]
     if member.issym() or member.islnk():
         raise _Fatal(f"UNSAFE_MEMBER: {name!r} is a link; a bundle holds only regular files")
     if name.startswith(("/", "\\")) or ".." in name.replace("\\", "/").split("/") or "/" in name or "\\" in name:
@@ -149,6 +154,8 @@ def read_bundle(source: IO[bytes], limits: Limits = CLI_LIMITS,
             seen: set[str] = set()
             for member in tar:
                 name = _member_check(member, seen, limits)
+                if name is None:
+                    continue
                 stream = tar.extractfile(member)
                 assert stream is not None  # a regular file
                 if name == MANIFEST:
