@@ -73,8 +73,11 @@ def _select(cols: tuple[str, ...], alias: str = "") -> str:
 def memory_rows(conn: Connection, namespace: str, *, now: int, live_only: bool = True) -> Iterator[Row]:
     live = " AND (expiresAt IS NULL OR expiresAt > ?)" if live_only else ""
     params: tuple[Any, ...] = (namespace, now) if live_only else (namespace,)
-    yield from conn.query(f"SELECT {_select(MEMORY_COLS)} FROM memories WHERE namespace = ?{live} "
-                          "ORDER BY createdAt, id", params)
+    # Streamed from the cursor (not fetched as a list): a namespace may hold millions of memories.
+    cursor = conn.raw.cursor().execute(f"SELECT {_select(MEMORY_COLS)} FROM memories WHERE namespace = ?{live} "
+                                       "ORDER BY createdAt, id", params)
+    for row in cursor:
+        yield dict(zip(MEMORY_COLS, row, strict=True))
 
 
 BRIEFING_WHERE = ("(b.topic IN ({marks}) OR EXISTS (SELECT 1 FROM json_each(b.linkedMemoryIds) j "

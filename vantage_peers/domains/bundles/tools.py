@@ -74,7 +74,9 @@ def register(app: App) -> None:
         `replace` deletes what the namespace owns (its memories, briefings and tasks, as export
         defines them) and imports the bundle, in one transaction. Ids that would collide are
         remapped and references follow; new memories are queued for embedding. An invalid bundle
-        is refused with INVALID_BUNDLE and nothing is written.
+        is refused with INVALID_BUNDLE and nothing is written. Returns `{mode, namespace,
+        sourceNamespace, added, skipped, deleted, remapped, warnings, embeddingsQueued}` (counts
+        per memories/briefings/tasks); a dry-run returns `{merge: {…}, replace: {…}, warnings}`.
         """
         parsed = load(io.BytesIO(_decode(bundle)), MCP_LIMITS)
         result = import_bundle(db, parsed, namespace, mode)
