@@ -115,3 +115,53 @@ def test_tool_annotations(tools):
     assert listed["get_iframe_session"].annotations.read_only_hint is True
     assert listed["revoke_iframe_session"].annotations.destructive_hint is True
     assert listed["create_iframe_session"].annotations.read_only_hint is False
+
+
+def test_upgrade_from_an_older_file_keeps_data(tmp_path):
+    """A file at schema version 5 (before migration 009) upgrades in place without losing rows."""
+    from conftest import make_settings
+
+    from vantage_peers.db import Database, latest_version, migrate
+    from vantage_peers.server import create_app
+
+    path = tmp_path / "old.db"
+    old = Database(path)
+    assert migrate(old, target=5) == 5
+    old.write(lambda c: c.execute(
+        "INSERT INTO memories (id, namespace, type, content, createdBy, createdAt, updatedAt) "
+        "VALUES ('mem_old', 'ns', 'note', 'kept', 'pi', 1, 1)"))
+    old.close()
+    app = create_app(make_settings(path))
+    try:
+        assert app.db.conn.scalar("PRAGMA user_version") == latest_version()
+        assert app.db.conn.scalar("SELECT content FROM memories WHERE id = 'mem_old'") == "kept"
+        assert app.db.conn.scalar("SELECT count(*) FROM iframeEmbedSessions") == 0
+        assert app.db.conn.scalar("SELECT count(*) FROM okfImports") == 0
+    finally:
+        app.db.close()
+
+
+def test_two_processes_creating_one_session_id_one_wins(db_path):
+    """The UNIQUE constraint decides a duplicate create across processes: one id, one CONFLICT."""
+    import subprocess
+    import sys
+
+    from conftest import make_settings
+
+    from vantage_peers.server import create_app
+
+    create_app(make_settings(db_path)).db.close()
+    code = (
+        "import sys; from vantage_peers.db import open_database; from vantage_peers.settings import Settings\n"
+        "from vantage_peers.domains.iframe import store; from vantage_peers.errors import Conflict\n"
+        "s = Settings.from_env({}, dotenv=False).model_copy(update={'db_path': sys.argv[1]})\n"
+        "db = open_database(s)\n"
+        "try:\n"
+        "    db.write(lambda c: store.create_session(c, session_id='same', origin='https://a.example',"
+        " expires_at=2**62, tenant_id=None, user_id=None)); print('created')\n"
+        "except Conflict: print('conflict')\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(db_path)], stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = sorted(p.communicate(timeout=60)[0].strip() for p in procs)
+    assert outs == ["conflict", "created"]

@@ -169,3 +169,11 @@ def test_primitives_table_matches_spec_defaults():
     limits = {p.name: (p.limit_default, p.limit_max) for p in PRIMITIVES}
     assert limits == {"tasks-table": (20, 200), "messages-feed": (20, 200), "diary-entry": (5, 50),
                       "mission-timeline": (10, 100), "briefing-note": (5, 50), "memory-quote": (5, 50)}
+
+
+def test_query_string_values_echoed_in_errors_are_escaped(tools):
+    page = read(tools, "ui://vp/v1/tasks-table?limit=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E")
+    assert "vp-error" in page and "&lt;img" in page
+    assert "img" not in {t for t, _ in structure(page).tags}
+    page = read(tools, "ui://vp/v1/diary-entry?date=%22%3E%3Cscript%3Ealert(1)%3C/script%3E")
+    assert "script" not in {t for t, _ in structure(page).tags}
