@@ -256,3 +256,16 @@ def test_bad_arguments(tools):
     assert tools.listed["import_okf_bundle"].annotations.destructive_hint is True
     assert tools.listed["validate_okf_bundle"].annotations.read_only_hint is True
     assert tools.listed["export_okf_bundle"].annotations.read_only_hint is True
+
+
+def test_replace_blocked_by_a_foreign_reference_rolls_back_cleanly(tools, app):
+    seed(tools, app)
+    bundle = export(tools)["bundle"]
+    tools.call("import_okf_bundle", bundle=bundle, namespace="team", mode="merge")
+    task = app.db.read(lambda c: c.scalar("SELECT id FROM tasks WHERE project = 'team' LIMIT 1"))
+    app.db.write(lambda c: c.raw.execute(
+        "CREATE TABLE pins (taskId TEXT REFERENCES tasks (id)); INSERT INTO pins VALUES ('" + task + "')"))
+    before = app.db.read(db_fingerprint)
+    err = tools.error("import_okf_bundle", bundle=bundle, namespace="team", mode="replace")
+    assert "CONFLICT" in err and "rolled back" in err
+    assert app.db.read(db_fingerprint) == before

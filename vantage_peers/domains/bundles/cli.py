@@ -37,6 +37,10 @@ def run_export(args: argparse.Namespace) -> int:
     settings = _settings()
     db = open_database(settings)
     out = Path(args.output)
+    if not out.parent.is_dir():
+        from ...errors import InvalidArgument
+
+        raise InvalidArgument(f"the directory of {out} does not exist")
     partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
     try:
         with open(partial, "wb") as fh:
@@ -87,6 +91,20 @@ def run_restore(args: argparse.Namespace) -> int:
     return 0
 
 
+def _clean_io(handler: Handler) -> Handler:
+    """A missing directory or unreadable file is a one-line `IO_ERROR`, not a traceback."""
+
+    def run(args: argparse.Namespace) -> int:
+        from ...errors import VantageError
+
+        try:
+            return handler(args)
+        except OSError as err:
+            raise VantageError(f"{err.strerror or err}: {err.filename or ''}".rstrip(": "), code="IO_ERROR") from None
+
+    return run
+
+
 def add_commands(sub: Any) -> dict[str, Handler]:
     p = sub.add_parser("export", help="write a namespace's OKF bundle (.okf.tar.gz) to a file")
     p.add_argument("--namespace", required=True, help="the namespace to export (exact)")
@@ -100,4 +118,5 @@ def add_commands(sub: Any) -> dict[str, Handler]:
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     p = sub.add_parser("restore", help="replace the database with a backup (refused while the database is in use)")
     p.add_argument("file", help="backup file made by `vantage-peers backup`")
-    return {"export": run_export, "import": run_import, "backup": run_backup, "restore": run_restore}
+    handlers = {"export": run_export, "import": run_import, "backup": run_backup, "restore": run_restore}
+    return {name: _clean_io(fn) for name, fn in handlers.items()}

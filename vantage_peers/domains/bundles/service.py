@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import IO, Any
 
+import apsw
+
 from ... import __version__
 from ...db import Database
-from ...errors import InvalidArgument
+from ...errors import Conflict, InvalidArgument
 from ...ids import now_ms
 from ..memory.store import check_namespace
 from . import export, importer
@@ -74,6 +76,10 @@ def import_bundle(db: Database, bundle: Bundle, namespace: str, mode: str) -> di
                                             importer.plan(c, bundle, ns, "replace")))
         return {**head, "dryRun": True, "merge": merge.summary(), "replace": replace.summary(),
                 "warnings": head["warnings"] + merge.warnings[:100]}
-    result = db.write(lambda c: importer.apply(c, bundle, ns, mode))
+    try:
+        result = db.write(lambda c: importer.apply(c, bundle, ns, mode))
+    except apsw.ConstraintError as err:
+        # e.g. replace deleting a task that a row of another table still references: all rolled back.
+        raise Conflict(f"the import was rolled back, nothing was written: {err}") from None
     return {**head, "dryRun": False, **result.summary(), "warnings": head["warnings"] + result.warnings[:100],
             "embeddingsQueued": len(result.add["memory"])}
