@@ -80,8 +80,10 @@ def memory_rows(conn: Connection, namespace: str, *, now: int, live_only: bool =
         yield dict(zip(MEMORY_COLS, row, strict=True))
 
 
-BRIEFING_WHERE = ("(b.topic IN ({marks}) OR EXISTS (SELECT 1 FROM json_each(b.linkedMemoryIds) j "
-                  "JOIN memories m ON m.id = j.value WHERE m.namespace = ?))")
+# The linked-memory test looks each id up by primary key (a join would let SQLite scan the
+# namespace's memories once per note).
+BRIEFING_WHERE = ("(b.topic IN ({marks}) OR (b.linkedMemoryIds IS NOT NULL AND EXISTS (SELECT 1 FROM "
+                  "json_each(b.linkedMemoryIds) j WHERE (SELECT m.namespace FROM memories m WHERE m.id = j.value) = ?)))")
 
 
 def briefing_rows(conn: Connection, namespace: str) -> list[Row]:
