@@ -194,3 +194,20 @@ def test_cli_export_import_files_with_progress(env, tmp_path, capsys, monkeypatc
         db.close()
     assert not list(tmp_path.glob(".*partial*"))
     assert os.environ["VP_DB_PATH"] == str(env)
+
+
+def test_restore_into_a_new_path(env, tmp_path, capsys, monkeypatch):
+    db = _db(env)
+    from vantage_peers.domains.memory import store
+
+    db.write(lambda c: store.store_memory(c, namespace="n", type="note", content="carried over", created_by="pi"))
+    db.close()
+    target = tmp_path / "b.db"
+    assert main(["backup", str(target)]) == 0
+    fresh = tmp_path / "elsewhere" / "new.db"
+    monkeypatch.setenv("VP_DB_PATH", str(fresh))
+    capsys.readouterr()
+    assert main(["restore", str(target)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["previous"] is None and report["integrity"] == "ok"
+    assert _contents(fresh) == {"carried over"}
