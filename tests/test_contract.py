@@ -33,6 +33,9 @@ EXPECTED = {
     "list_issues", "get_issue", "update_issue_status", "link_commit_to_issue", "verify_issue", "issue_stats",
     "add_repo_mapping", "list_repo_mappings", "get_repo_mapping", "remove_repo_mapping",
     "add_deployment", "remove_deployment", "list_errors", "get_error",
+    # OKF bundles and iframe embed sessions (issue 14)
+    "export_okf_bundle", "validate_okf_bundle", "import_okf_bundle",
+    "create_iframe_session", "touch_iframe_session", "revoke_iframe_session", "get_iframe_session",
     # Recurring tasks (issue 12)
     "create_recurring_task", "get_recurring_task", "list_recurring_tasks", "update_recurring_task",
     "delete_recurring_task", "pause_recurring_task", "resume_recurring_task",

@@ -79,6 +79,8 @@ class App:
         self.guards: list[Callable[[str, dict[str, Any]], dict[str, Any] | None]] = []
         self.routes: list[Any] = []
         self.server_hooks: list[Callable[[MCPServer], None]] = []
+        # Result hooks post-process one tool's converted result (CallToolResult), e.g. UI stream markers.
+        self.result_hooks: dict[str, list[Callable[[Any], Any]]] = {}
         self._presence_lock = threading.Lock()
         self._presence_at = 0.0
 
@@ -140,6 +142,10 @@ class App:
         """Call `fn(mcp)` once the MCPServer is built (register resources and prompts there)."""
         self.server_hooks.append(fn)
 
+    def add_result_hook(self, tool_name: str, fn: Callable[[Any], Any]) -> None:
+        """Apply `fn(CallToolResult) -> CallToolResult` to every successful result of `tool_name`."""
+        self.result_hooks.setdefault(tool_name, []).append(fn)
+
     def wake(self, job: str) -> None:
         """Ask this process's scheduler (when it runs one) to run `job` now rather than at the next tick."""
         if self.scheduler is not None:
@@ -181,6 +187,7 @@ class App:
                                           "send valid UTF-8 text") from None
 
             wrapper.__signature__ = sig  # type: ignore[attr-defined]
+            wrapper.vp_app = app  # type: ignore[attr-defined]  # lets _Tool.run find the app's result hooks
             doc = inspect.cleandoc(description) if description else inspect.getdoc(fn) or ""
             tool_name = name or fn.__name__
             self.tools.append(_build_tool(fn, wrapper, tool_name, doc, annotations))
@@ -195,7 +202,7 @@ class _Tool(Tool):
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
-            return await super().run(arguments, context, convert_result)
+            result = await super().run(arguments, context, convert_result)
         except ToolError as exc:
             # The SDK validates arguments before our wrapper runs and reports pydantic's raw text.
             if isinstance(exc.__cause__, pydantic.ValidationError) and not isinstance(exc, UnexpectedToolError):
@@ -203,6 +210,11 @@ class _Tool(Tool):
                 raise ToolError(f"Error executing tool {self.name}: INVALID_ARGUMENT: {message}; "
                                 "correct the named argument(s) and call again") from exc.__cause__
             raise
+        app = getattr(self.fn, "vp_app", None)
+        if convert_result and app is not None:
+            for hook in app.result_hooks.get(self.name, ()):
+                result = hook(result)
+        return result
 
 
 # Building a tool's argument model and JSON schema is the costly part of start-up; it depends only

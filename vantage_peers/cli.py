@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("doctor", help="print the settings in force and check them; exits non-zero on a failed check")
     sub.add_parser("reindex", help="re-embed every memory and fix pattern with the configured model (progress on stderr)")
+    from .domains.bundles.cli import add_commands as bundle_commands  # export, import, backup, restore
+
+    handlers = bundle_commands(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "doctor":
@@ -58,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_doctor()
         if args.command == "reindex":
             return _reindex()
+        if args.command in handlers:
+            return handlers[args.command](args)
         return _run_stdio()
     except KeyboardInterrupt:
         return 130

@@ -38,6 +38,9 @@ def create_app(settings: Settings | None = None) -> App:
         module = importlib.import_module(f"vantage_peers.domains.{name}.tools")
         module.register(app)
     importlib.import_module("vantage_peers.prompts").register(app)  # the toolkit workflows as MCP prompts
+    from .ui import register as register_ui  # ui:// resources and stream markers (not a tools domain)
+
+    register_ui(app)
     app.mcp = MCPServer(name="vantage-peers", version=__version__, instructions=INSTRUCTIONS, tools=app.tools)
     for hook in app.server_hooks:
         hook(app.mcp)

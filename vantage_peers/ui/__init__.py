@@ -1,0 +1,18 @@
+"""Generative UI (spec §25-26): the six `ui://vp/v1/<primitive>` resources and the stream markers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .markers import MARKER_END, MARKER_START, parse_tool_result, wrap_tool_result
+
+__all__ = ["MARKER_START", "MARKER_END", "parse_tool_result", "wrap_tool_result", "register"]
+
+
+def register(app: Any) -> None:
+    """Install the marker result hooks (when enabled) and the resources once the server exists."""
+    from .emit import register_markers
+    from .resources import register_resources
+
+    register_markers(app)
+    app.on_server(lambda mcp: register_resources(app, mcp))
