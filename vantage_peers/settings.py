@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from .errors import InvalidArgument
+from .toolsets import parse_toolsets
 
 APP_NAME = "vantage-peers"
 _TRUE = {"1", "true", "yes", "on"}
@@ -41,6 +42,8 @@ class Settings(BaseModel):
     scheduler: bool = True
     tick_seconds: float = 15.0
     emit_ui_markers: bool = False
+    # VP_TOOLSETS: ("all",) or the toolset names listed at start-up (toolsets.py; core always on).
+    toolsets: tuple[str, ...] = ("all",)
     # Embeddings (see DESIGN.md "Embeddings").
     embeddings: str = "none"
     embedding_model: str = "text-embedding-3-small"
@@ -83,6 +86,7 @@ class Settings(BaseModel):
             "journal_mode": journal,
             "scheduler": _flag(get("VP_SCHEDULER"), True),
             "emit_ui_markers": _flag(get("VP_EMIT_UI_MARKERS"), False),
+            "toolsets": parse_toolsets(get("VP_TOOLSETS")),
             "embeddings": embeddings,
             "openai_api_key": key,
             "openai_base_url": base,
