@@ -37,7 +37,7 @@ class VantageServer(MCPServer):
         low.create_initialization_options = with_list_changed  # type: ignore[method-assign]
 
     async def list_tools(self):  # type: ignore[override]
-        return [t for t in await super().list_tools() if toolsets.is_enabled(self.vp_app, t.name)]
+        return [_lean_listing(t) for t in await super().list_tools() if toolsets.is_enabled(self.vp_app, t.name)]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None):  # type: ignore[override]
         from mcp.server.mcpserver.exceptions import ToolError
@@ -47,6 +47,17 @@ class VantageServer(MCPServer):
         except ToolError as exc:
             raise ToolError(f"Error executing tool {name}: {exc}") from None
         return await super().call_tool(name, arguments, context)
+
+
+def _lean_listing(tool: Any) -> Any:
+    """Drop what tells a client nothing: an output schema of just `{"type": "object"}` (the result
+    still arrives as structuredContent) and `idempotentHint: false` (the protocol's default)."""
+    update: dict[str, Any] = {}
+    if tool.output_schema == {"type": "object"}:
+        update["output_schema"] = None
+    if tool.annotations is not None and tool.annotations.idempotent_hint is False:
+        update["annotations"] = tool.annotations.model_copy(update={"idempotent_hint": None})
+    return tool.model_copy(update=update) if update else tool
 
 
 def domain_modules() -> list[str]:

@@ -142,7 +142,7 @@ def register(app: App) -> None:
     def settle_mandate(mandateId: str, finalCost: float, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Record the actual cost and close a delivered mandate (→ `settled`, final).
 
-        Only the requester (`requestedBy`) or `system` may settle, and only from `delivered`.
+        Only the requester (`requestedBy`) or `system` may settle, from accepted, in_progress or delivered.
         Returns the mandate with `finalCost`, `settledAt` and `settledBy`. `callerOrchestrator`
         defaults to VP_ORCHESTRATOR.
         """
