@@ -9,6 +9,7 @@ from pydantic import Field
 from ...app import App, check_name, require_query, require_text
 from ...errors import Forbidden, InvalidArgument, NotFound
 from ...paging import Fields, capped, clamp_limit
+from ..profiles import store as profiles_store
 from . import store
 
 MAX_CONTENT_BYTES = 1_000_000
@@ -33,7 +34,8 @@ def register(app: App) -> None:
         `channel`: a role (`sigma`: every instance of it sees the message), a comma list
         (`pi,phi`: one receipt each), an instance id (`sigma-vps-01`), or `broadcast` (every
         orchestrator with a profile except the sender, resolved at send time). `instanceId`
-        targets one instance of the role in `channel`. Returns `{messageId, recipients}`. `from`
+        targets one instance of the role in `channel`. Returns `{messageId, recipients}`, plus
+        `warnings` naming any recipient with no profile (still delivered). `from`
         defaults to VP_ORCHESTRATOR (and `fromInstanceId` to VP_INSTANCE_ID for it).
         """
         sender = app.caller(from_, "from")
@@ -43,12 +45,21 @@ def register(app: App) -> None:
         if target and ("," in channel or channel == store.BROADCAST):
             raise InvalidArgument("instanceId targets one role's instance; it cannot be used with a list or broadcast")
         from_inst = app.instance(fromInstanceId, sender, "fromInstanceId")
-        return db.write(
-            lambda c: store.send_message(
+
+        def send(c):
+            sent = store.send_message(
                 c, sender=sender, channel=channel.strip(), content=text, from_instance_id=from_inst,
                 instance_id=target, session_day=sessionDay, tenant_id=tenantId,
             )
-        )
+            # Still delivered (an agent that registers later finds its backlog), but likely a typo.
+            recipients = store.resolve_recipients(c, sender=sender, channel=channel.strip(), instance_id=target)
+            for recipient in dict.fromkeys(r for r, _ in recipients):
+                warning = profiles_store.unknown_name_warning(c, recipient)
+                if warning:
+                    app.warn(warning)
+            return sent
+
+        return db.write(send)
 
     @app.tool("read")
     def check_messages(

@@ -12,6 +12,7 @@ from ...errors import NotFound
 from ...ids import now_ms
 from ...paging import Fields, capped, clamp_limit
 from ..missions import store as missions
+from ..profiles import store as profiles_store
 from . import lifecycle, store, tools_lifecycle
 from .rules import TASK_ALIASES, TASK_STATUSES, resolve_status_filter
 
@@ -52,11 +53,20 @@ def register(app: App) -> None:
         start as in_progress, review or blocked; cancel and complete through their own verbs).
         `#NNN` in the title links the task to GitHub issue NNN when it is completed (if the
         project has a repo mapping). `dependsOn`: ids of tasks that should be done first (advisory).
-        `dueDate` is Unix ms. `createdBy` defaults to this server's VP_ORCHESTRATOR.
+        `dueDate` is Unix ms. `createdBy` defaults to this server's VP_ORCHESTRATOR. An assignee
+        with no profile is accepted; the reply then carries `warnings`.
         """
         payload = {k: v for k, v in locals().items() if v is not None and k not in ("app", "db")}
         payload["createdBy"] = app.caller(createdBy, "createdBy")
-        return db.write(lambda c: store.create_task(c, payload=payload))
+
+        def create(c):
+            task_id = store.create_task(c, payload=payload)
+            warning = profiles_store.unknown_name_warning(c, payload["assignedTo"])
+            if warning:  # still created: the assignee may register later, but it is likely a typo
+                app.warn(warning)
+            return task_id
+
+        return db.write(create)
 
     @app.tool("read")
     def get_task(taskId: str) -> dict[str, Any] | None:
