@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from ...app import App, check_name, require_text
 from ...db import Connection
@@ -16,7 +16,7 @@ from . import store
 
 MAX_TEXT_BYTES = 200_000
 MAX_MISSION_TASKS = 500
-Status = Annotated[str, Field(description="brainstorm, plan, execute, validate, complete or cancelled")]
+Status = Annotated[str, WithJsonSchema({"type": "string", "enum": list(MISSION_STATUSES)})]
 StatusFilter = Annotated[
     str | list[str] | None,
     Field(description="A mission status, an array of them, or an alias: open = brainstorm+plan+execute+validate, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from ...app import App, require_query
 from ...errors import NotFound
@@ -14,14 +14,15 @@ from ...paging import Fields, capped, clamp_limit
 from ..missions import store as missions
 from ..profiles import store as profiles_store
 from . import lifecycle, store, tools_lifecycle
-from .rules import TASK_ALIASES, TASK_STATUSES, resolve_status_filter
+from .rules import PRIORITIES, TASK_ALIASES, TASK_STATUSES, resolve_status_filter
 
 StatusFilter = Annotated[
     str | list[str] | None,
     Field(description="A status (todo, in_progress, review, blocked, done, cancelled), an array of them, or an "
                       "alias: open = todo+in_progress+review+blocked, active = todo+in_progress, all = no filter"),
 ]
-Priority = Annotated[str, Field(description="urgent, high, medium or low (a lowercase string, never a number)")]
+# An enum in the schema; the value is still checked by the store so a refusal names the choices.
+Priority = Annotated[str, WithJsonSchema({"type": "string", "enum": list(PRIORITIES)})]
 
 
 def _statuses(value: str | list[str] | None) -> tuple[str, ...] | None:
