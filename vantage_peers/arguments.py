@@ -1,7 +1,7 @@
 """Tool schemas as clients see them, and strict argument names.
 
 `lean_schema` shrinks a generated JSON schema without changing what it accepts in practice: the
-`title` keys pydantic generates are dropped, an optional `anyOf [T, null]` becomes `T` (the
+`title` keys pydantic generates are dropped (and the class docstrings of nested models), an optional `anyOf [T, null]` becomes `T` (the
 argument is simply not required), `"default": null` goes, and enums stay enums.
 
 `unknown_arguments` walks the same schema against a call's arguments, nested objects included,
@@ -35,7 +35,8 @@ def _lean(node: Any) -> Any:
             continue  # generated ("Assignedto", "list_tasksArguments"): noise for a model
         if key in _CHILD_MAPS and isinstance(value, dict):
             # Keys here are property/definition names (a property may be called `title`).
-            out[key] = {name: _lean_child(sub, optional=key == "properties" and name not in required)
+            out[key] = {name: _lean_child(sub, optional=key == "properties" and name not in required,
+                                          definition=key in ("$defs", "definitions"))
                         for name, sub in value.items()}
         else:
             out[key] = _lean(value)
@@ -44,8 +45,10 @@ def _lean(node: Any) -> Any:
     return out
 
 
-def _lean_child(sub: Any, *, optional: bool) -> Any:
+def _lean_child(sub: Any, *, optional: bool, definition: bool = False) -> Any:
     sub = _lean(sub)
+    if definition and isinstance(sub, dict) and "properties" in sub:
+        sub.pop("description", None)  # a model's class docstring, written for implementers
     if not optional or not isinstance(sub, dict):
         return sub
     any_of = sub.get("anyOf")

@@ -16,8 +16,17 @@ from .settings import Settings
 
 INSTRUCTIONS = (
     "vantage-peers: shared memory, messages, tasks and missions for a team of agents, on one local "
-    "SQLite file. Start a session with set_summary, check_messages, list_tasks and recall. "
-    "Pass your orchestrator id as from/createdBy/callerOrchestrator unless whoami shows one configured."
+    "SQLite file. Start a session with set_summary, check_messages, list_tasks and recall.\n"
+    "Conventions for every tool (not repeated in each description): `from`, `createdBy`, "
+    "`callerOrchestrator`, `recipient`, `requestedBy`, `orchestratorId` (profiles) and `orchestrator` "
+    "(diary) default to this server's VP_ORCHESTRATOR "
+    "(instance ids to VP_INSTANCE_ID; see whoami); when an optional caller is absent, no RBAC check is "
+    "made, and `system` bypasses RBAC. Times are Unix ms. list_* tools return {items, nextCursor?}: "
+    "`limit` default 20, clamped to 1..200; pass `nextCursor` back as `cursor` until it is absent; "
+    "`fields: \"lite\"` returns a compact projection. get_* returns null for an unknown id; other verbs "
+    "on an unknown id answer NOT_FOUND. Search queries are plain text (operators are literal); an "
+    "answer is cut to 50,000 bytes (`truncated: true`). Unknown argument names are refused. "
+    "Tools outside the enabled toolsets: list_toolsets, then enable_toolset."
 )
 
 
@@ -50,14 +59,9 @@ class VantageServer(MCPServer):
 
 
 def _lean_listing(tool: Any) -> Any:
-    """Drop what tells a client nothing: an output schema of just `{"type": "object"}` (the result
-    still arrives as structuredContent) and `idempotentHint: false` (the protocol's default)."""
-    update: dict[str, Any] = {}
-    if tool.output_schema == {"type": "object"}:
-        update["output_schema"] = None
-    if tool.annotations is not None and tool.annotations.idempotent_hint is False:
-        update["annotations"] = tool.annotations.model_copy(update={"idempotent_hint": None})
-    return tool.model_copy(update=update) if update else tool
+    """Drop an output schema of just `{"type": "object"}`: it tells a client nothing, and the
+    result still arrives as structuredContent."""
+    return tool.model_copy(update={"output_schema": None}) if tool.output_schema == {"type": "object"} else tool
 
 
 def domain_modules() -> list[str]:

@@ -118,19 +118,12 @@ def summary(app: App) -> list[dict[str, Any]]:
 def register(app: App) -> None:
     @app.tool("read", toolset=CORE)
     def list_toolsets() -> dict[str, Any]:
-        """List the toolsets, whether each is enabled in this session, and their tools.
-
-        Returns `{items: [{name, description, enabled, tools}]}` (one page; no cursor).
-        """
+        """List the toolsets, whether each is on in this session, and their tools (one page)."""
         return {"items": summary(app)}
 
     @app.tool("idempotent", toolset=CORE)
     def enable_toolset(name: str) -> dict[str, Any]:
-        """Enable a toolset (or `all`) for this session; its tools appear after tools/list_changed.
-
-        Returns `{name, enabled: [toolset names now on], added: [tool names]}`; enabling a set that
-        is already on adds nothing. Under `vantage-peers serve` this applies to the whole server.
-        """
+        """Turn on a toolset (or `all`) for this session and send tools/list_changed; returns `{name, enabled, added}`."""
         wanted = name.strip().lower() if isinstance(name, str) else ""
         names = [n for n in TOOLSETS if any(app.toolset_of.get(t) == n for t in app.tool_names)]
         if wanted != "all" and wanted not in TOOLSETS:
