@@ -18,7 +18,7 @@ MAX_CORE_BYTES = 25_000   # VP_TOOLSETS=core
 def listing_bytes(tools) -> int:
     from mcp.types import ListToolsResult
 
-    return len(ListToolsResult(tools=list(tools)).model_dump_json(by_alias=True, exclude_none=True))
+    return len(ListToolsResult(tools=list(tools)).model_dump_json(by_alias=True, exclude_none=True).encode("utf-8"))
 
 
 def _misspell(name: str) -> str:
