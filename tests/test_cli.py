@@ -160,3 +160,27 @@ def test_status_shows_peers_unread_tasks_and_jobs(tmp_path):
     text = run(["status"], clean_env(VP_DB_PATH=str(db)), tmp_path).stdout
     assert "bob/bob-1" in text and "fixing the build" in text and "scheduler jobs" in text
     assert any(line.split()[:2] == ["bob", "4"] for line in text.splitlines())
+
+
+def test_read_only_filesystem_and_unwritable_file_are_refused(tmp_path, monkeypatch):
+    """Branches a root test run cannot produce for real (root writes through permissions)."""
+    from vantage_peers.settings import BadDatabasePath, check_db_path
+
+    real_statvfs = os.statvfs
+
+    class ReadOnly:
+        def __init__(self, real):
+            self.f_flag = real.f_flag | os.ST_RDONLY
+
+    monkeypatch.setattr(os, "statvfs", lambda p: ReadOnly(real_statvfs(p)))
+    with pytest.raises(BadDatabasePath, match="read-only filesystem"):
+        check_db_path(tmp_path / "ro.db")
+    monkeypatch.setattr(os, "statvfs", real_statvfs)
+    existing = tmp_path / "locked.db"
+    existing.write_bytes(b"")
+    monkeypatch.setattr(os, "access", lambda p, mode: Path(p) != existing)
+    with pytest.raises(BadDatabasePath, match="not readable and writable"):
+        check_db_path(existing)
+    monkeypatch.setattr(os, "access", lambda p, mode: Path(p) != tmp_path)
+    with pytest.raises(BadDatabasePath, match="is not writable"):
+        check_db_path(tmp_path / "new.db")

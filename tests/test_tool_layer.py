@@ -167,3 +167,15 @@ def test_unknown_arguments_walks_refs_arrays_and_free_objects(schema, args, expe
     from vantage_peers.arguments import unknown_arguments
 
     assert [(where, near) for where, near, _ in unknown_arguments(schema, args)] == expected
+
+
+def test_hostile_unknown_arguments_are_refused_briefly(tools):
+    huge = "k" * 1_000_000
+    msg = tools.error("list_tasks", **{huge: 1})
+    assert "unknown argument 'kkk" in msg and len(msg) < 2_000
+    many = {f"bogus{i}": i for i in range(5_000)}
+    msg = tools.error("list_tasks", **many)
+    assert msg.count("unknown argument") == 5
+    deep = tools.error("bulk_complete_tasks", filter={"assignedTo": "bob", "x" * 300: {"y": [1] * 1000}},
+                       callerOrchestrator="alice")
+    assert "unknown argument 'filter.xxx" in deep

@@ -139,7 +139,7 @@ def _norm(name: str) -> str:
 
 def nearest(name: str, known: list[str]) -> str | None:
     """The known name closest to `name`: same letters ignoring case and `_` first, then difflib."""
-    norm = _norm(name)
+    norm = _norm(name)[:200]  # a name longer than any real one compares on its start
     for candidate in known:
         if _norm(candidate) == norm:
             return candidate
@@ -151,6 +151,7 @@ def nearest(name: str, known: list[str]) -> str | None:
 def unknown_argument_message(tool: str, found: list[tuple[str, str | None, list[str]]]) -> str:
     parts = []
     for where, near, known in found[:5]:
+        where = where if len(where) <= 80 else where[:77] + "..."  # a hostile key is not echoed whole
         hint = f"; did you mean '{near}'?" if near else f"; known arguments: {', '.join(known) or 'none'}"
         parts.append(f"unknown argument '{where}' for {tool}{hint}")
     return "INVALID_ARGUMENT: " + "; ".join(parts)
