@@ -25,9 +25,8 @@ from .services import services
 
 RECALL_TOOL_DESCRIPTION = with_doctrine("""Find the memories most relevant to a question: meaning and keywords fused (RRF, k=60).
 
-Call it before answering anything about the project. `namespace`: exact, `prefix/*`, or all.
-`limit` default 10. Items carry `score` and `matchedBy`; `mode` is "keyword" (with `reason`)
-when no embedding is available.""")
+Call it before answering about the project. `namespace`: exact, `prefix/*`, or all.
+`mode` "keyword" (with `reason`) means no embedding was available.""")
 
 TEXT_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Keyword (BM25) search over memories, for exact words, names and identifiers.
 

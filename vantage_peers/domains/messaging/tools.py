@@ -31,8 +31,8 @@ def register(app: App) -> None:
     ) -> dict[str, Any]:
         """Send a message to a role, a comma list, one instance id, or `broadcast`.
 
-        A role reaches every instance of it; `instanceId` targets one. `broadcast` = every profile but
-        the sender. Returns `{messageId, recipients}`; `warnings` names recipients with no profile.
+        `instanceId` targets one instance of the role. Returns `{messageId, recipients}`, with
+        `warnings` naming recipients that have no profile.
         """
         sender = app.caller(from_, "from")
         check_name(channel, "channel")

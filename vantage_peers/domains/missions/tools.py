@@ -139,7 +139,7 @@ def register(app: App) -> None:
         description: str | None = None,
         project: str | None = None,
         brief: str | None = None,
-        status: str | None = None,
+        status: Status | None = None,
         cancelReason: str | None = None,
         priority: str | None = None,
         pilot: str | None = None,

@@ -18,11 +18,11 @@ from .rules import PRIORITIES, TASK_ALIASES, TASK_STATUSES, resolve_status_filte
 
 StatusFilter = Annotated[
     str | list[str] | None,
-    Field(description="todo, in_progress, review, blocked, done, cancelled, a list of them, or open (not done "
-                      "nor cancelled), active (todo+in_progress), all"),
+    Field(description="A status, a list of them, or open (not done nor cancelled), active, all"),
 ]
 # An enum in the schema; the value is still checked by the store so a refusal names the choices.
 Priority = Annotated[str, WithJsonSchema({"type": "string", "enum": list(PRIORITIES)})]
+TaskStatus = Annotated[str, WithJsonSchema({"type": "string", "enum": list(TASK_STATUSES)})]
 
 
 def _statuses(value: str | list[str] | None) -> tuple[str, ...] | None:
@@ -42,7 +42,7 @@ def register(app: App) -> None:
         project: str | None = None,
         tags: list[str] | None = None,
         assignedToInstance: str | None = None,
-        status: str | None = None,
+        status: TaskStatus | None = None,
         dependsOn: list[str] | None = None,
         missionId: str | None = None,
         estimatedMinutes: float | None = None,
@@ -50,8 +50,8 @@ def register(app: App) -> None:
     ) -> str:
         """Create a task assigned to an orchestrator; returns the new task id.
 
-        `status` defaults to todo. `#NNN` in the title links GitHub issue NNN on completion.
-        `dependsOn`: advisory. An assignee with no profile is accepted, with `warnings`.
+        `#NNN` in the title links GitHub issue NNN on completion. An assignee with no profile is
+        accepted, with `warnings`.
         """
         payload = {k: v for k, v in locals().items() if v is not None and k not in ("app", "db")}
         payload["createdBy"] = app.caller(createdBy, "createdBy")
@@ -153,7 +153,7 @@ def register(app: App) -> None:
         assignedTo: str | None = None,
         assignedToInstance: str | None = None,
         priority: str | None = None,
-        status: str | None = None,
+        status: TaskStatus | None = None,
         cancelReason: str | None = None,
         missionId: str | None = None,
         estimatedMinutes: float | None = None,
@@ -167,7 +167,7 @@ def register(app: App) -> None:
         """Partially update a task; only the fields you pass change; returns null.
 
         Creator or assignee only. Cancel: status="cancelled" + `cancelReason` (creator only).
-        `done` needs `completionNote`; a done task cannot change status. `dependsOn` replaces the list.
+        `done` needs `completionNote`.
         """
         payload = {k: v for k, v in locals().items() if v is not None and k not in ("app", "db", "taskId")}
         caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
