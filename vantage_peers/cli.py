@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     command(sub, "doctor", "print the settings in force and check them; exits non-zero on a failed check",
             example="VP_DB_PATH=/shared/team.db vantage-peers doctor",
-            settings="every VP_* setting, the embedding endpoint settings (secrets shown only as set/unset)")
+            settings="and every other setting that has an effect (secrets shown as set/unset, never their value)")
     command(sub, "reindex", "re-embed every memory and fix pattern with the configured model (progress on stderr)",
             example="VP_EMBEDDING_MODEL=text-embedding-3-large vantage-peers reindex",
             settings="VP_EMBEDDINGS, VP_EMBEDDING_MODEL, VP_EMBEDDING_DIMENSIONS, OPENAI_API_KEY, OPENAI_BASE_URL")
