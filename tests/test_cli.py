@@ -73,8 +73,16 @@ def test_dotenv_contributes_only_vp_variables(tmp_path):
     assert shown["VP_ORCHESTRATOR"] == "from-dotenv" and shown["VP_TOOLSETS"] == "core,records"
     assert "OPENAI_API_KEY / AI_GATEWAY_API_KEY" not in shown  # embeddings off: the key does nothing
     assert "sk-unrelated" not in out.stdout + out.stderr
-    # Settings that do nothing in this installation are not listed.
-    assert "VP_EMIT_UI_MARKERS" in shown or "VP_EMIT_UI_MARKERS" not in out.stdout
+    # Settings that do nothing in this installation are not listed (HTTP, GitHub, UI arrive as packages).
+    import importlib.util
+
+    for module, names in (("vantage_peers.http", ("PORT", "PUBLIC_BASE_URL", "BEARER_SECRET_MASTER")),
+                          ("vantage_peers.domains.github", ("GITHUB_TOKEN", "GITHUB_WEBHOOK_SECRET")),
+                          ("vantage_peers.ui", ("VP_EMIT_UI_MARKERS",))):
+        present = importlib.util.find_spec(module) is not None
+        for name in names:
+            assert (name in shown) == present, name
+    assert "ghp_x" not in out.stdout
 
 
 def test_dotenv_that_sets_vp_embeddings_counts_in_full(tmp_path):

@@ -146,7 +146,9 @@ def test_listing_is_lean(tools):
 
 def test_tools_list_fits_the_byte_budgets(tools, db_path):
     total = listing_bytes(tools.listed.values())
-    assert total <= MAX_AVERAGE_BYTES * len(tools.listed), f"{total} bytes for {len(tools.listed)} tools"
+    largest = sorted(tools.listed, key=lambda n: -listing_bytes([tools.listed[n]]))[:5]
+    assert total <= MAX_AVERAGE_BYTES * len(tools.listed), (
+        f"{total} bytes for {len(tools.listed)} tools; shorten descriptions, largest: {largest}")
     core_app = create_app(make_settings(db_path.with_name("core.db"), toolsets=("core",)))
     try:
         with open_tools(core_app) as core:
