@@ -37,14 +37,21 @@ def _bad_paths(tmp_path: Path) -> dict[str, Path]:
             "uncreatable parent": Path("/proc/vantage-peers-test/vp.db")}
 
 
+def _assert_one_line_exit_2(out: subprocess.CompletedProcess, why: str) -> None:
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2, (why, out.stdout, out.stderr)
+    assert len(lines) == 1 and "VP_DB_PATH" in lines[0] and "Traceback" not in out.stderr, (why, out.stderr)
+    assert lines[0].startswith("vantage-peers: BAD_DB_PATH"), lines[0]
+
+
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a) or "stdio")
 def test_a_bad_db_path_is_one_line_and_exit_2_for_every_command(tmp_path, args):
+    _assert_one_line_exit_2(run(args, clean_env(VP_DB_PATH=str(tmp_path)), tmp_path), "a directory")
+
+
+def test_every_kind_of_bad_db_path_is_one_line(tmp_path):
     for why, path in _bad_paths(tmp_path).items():
-        out = run(args, clean_env(VP_DB_PATH=str(path)), tmp_path)
-        lines = out.stderr.strip().splitlines()
-        assert out.returncode == 2, (why, out.stdout, out.stderr)
-        assert len(lines) == 1 and "VP_DB_PATH" in lines[0] and "Traceback" not in out.stderr, (why, out.stderr)
-        assert lines[0].startswith("vantage-peers: BAD_DB_PATH"), lines[0]
+        _assert_one_line_exit_2(run([], clean_env(VP_DB_PATH=str(path)), tmp_path), why)
 
 
 def test_a_file_that_is_not_a_database_is_one_line(tmp_path):
