@@ -45,12 +45,21 @@ def test_full_lifecycle(tools):
     assert tools.call("get_mandate", mandateId="mdt_missing") is None
 
 
+@pytest.mark.parametrize("status", ["accepted", "in_progress", "delivered"])
+def test_requester_settles_from_any_accepted_state(tools, status):
+    """The seeds' flow: accept_mandate, then settle_mandate with the final cost (issue 10)."""
+    m = mandate(tools)
+    advance(tools, m["_id"], status)
+    settled = tools.call("settle_mandate", mandateId=m["_id"], callerOrchestrator="bob", finalCost=12)
+    assert settled["status"] == "settled" and settled["finalCost"] == 12 and settled["settledAt"]
+    assert "final" in tools.error("settle_mandate", mandateId=m["_id"], callerOrchestrator="bob", finalCost=13)
+
+
 @pytest.mark.parametrize("status,tool,args,allowed", [
     ("requested", "update_mandate", {"status": "in_progress", "callerOrchestrator": "alice"}, "accepted"),
     ("requested", "settle_mandate", {"finalCost": 1, "callerOrchestrator": "bob"}, "accepted"),
     ("accepted", "accept_mandate", {"callerOrchestrator": "alice"}, "in_progress"),
     ("accepted", "update_mandate", {"status": "delivered", "callerOrchestrator": "alice"}, "in_progress"),
-    ("in_progress", "settle_mandate", {"finalCost": 1, "callerOrchestrator": "bob"}, "delivered"),
     ("in_progress", "update_mandate", {"status": "accepted", "callerOrchestrator": "alice"}, "delivered"),
     ("delivered", "update_mandate", {"status": "in_progress", "callerOrchestrator": "alice"}, "settled"),
     ("settled", "accept_mandate", {"callerOrchestrator": "alice"}, "final"),

@@ -49,7 +49,7 @@ def test_version_and_doctor(tmp_path):
     blocker.write_text("not a dir")
     bad = subprocess.run([_script(), "doctor"], capture_output=True, text=True, timeout=120,
                          env={**env, "VP_DB_PATH": str(blocker / "x.db")}, cwd=tmp_path)
-    assert bad.returncode != 0 and "FAIL" in bad.stdout
+    assert bad.returncode == 2 and "VP_DB_PATH" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
 def test_stdio_server_embeds_in_the_background_and_recalls_by_meaning(tmp_path):

@@ -3,13 +3,18 @@
 `App` holds the settings, the database and the MCP server, and wraps each tool function so that
 (1) wire names that are Python keywords (`from`) reach the right parameter, (2) the caller's
 presence is refreshed when the process runs as a named orchestrator, and (3) only `CODE: message`
-errors reach the agent.
+errors reach the agent. `_Tool` (below) is the one place every call passes through: strict
+argument names, visible text content, `warnings`, and the tools/list_changed notification.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import dataclasses
 import functools
 import inspect
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -19,9 +24,10 @@ import pydantic
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic.fields import FieldInfo
 
+from . import arguments as argcheck
 from .db import Database
 from .errors import InvalidArgument, VantageError
 from .settings import Settings
@@ -62,6 +68,19 @@ def _validation_message(err: pydantic.ValidationError) -> str:
     return "; ".join(parts)
 
 
+@dataclasses.dataclass
+class _CallState:
+    """What a tool body reports besides its return value (see App.warn, App.tools_changed)."""
+
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    tools_changed: bool = False
+
+
+# Set by _Tool.run around each call; the tool body runs in a worker thread that sees a copy of
+# this context, so it appends to the same _CallState object.
+_CALL: contextvars.ContextVar[_CallState | None] = contextvars.ContextVar("vp_call", default=None)
+
+
 class App:
     def __init__(self, settings: Settings, db: Database) -> None:
         self.settings = settings
@@ -81,6 +100,9 @@ class App:
         self.server_hooks: list[Callable[[MCPServer], None]] = []
         # Result hooks post-process one tool's converted result (CallToolResult), e.g. UI stream markers.
         self.result_hooks: dict[str, list[Callable[[Any], Any]]] = {}
+        # Toolsets (toolsets.py): the set of each tool, and the sets this session has enabled.
+        self.toolset_of: dict[str, str] = {}
+        self.enabled_toolsets: set[str] = set()
         self._presence_lock = threading.Lock()
         self._presence_at = 0.0
 
@@ -146,13 +168,27 @@ class App:
         """Apply `fn(CallToolResult) -> CallToolResult` to every successful result of `tool_name`."""
         self.result_hooks.setdefault(tool_name, []).append(fn)
 
+    def warn(self, message: str) -> None:
+        """Add a line to the current call's `warnings` (the call still succeeds)."""
+        state = _CALL.get()
+        if state is not None and message not in state.warnings:
+            state.warnings.append(message)
+
+    def tools_changed(self) -> None:
+        """The tool list changed during this call: the client gets notifications/tools/list_changed."""
+        state = _CALL.get()
+        if state is not None:
+            state.tools_changed = True
+
     def wake(self, job: str) -> None:
         """Ask this process's scheduler (when it runs one) to run `job` now rather than at the next tick."""
         if self.scheduler is not None:
             self.scheduler.wake(job)
 
     # -- registration -----------------------------------------------------------------------
-    def tool(self, kind: str, *, name: str | None = None, description: str | None = None) -> Callable[[F], F]:
+    def tool(self, kind: str, *, name: str | None = None, description: str | None = None,
+             toolset: str | None = None) -> Callable[[F], F]:
+        """Register a tool; its toolset defaults to its domain's (toolsets.DOMAIN_TOOLSETS)."""
         annotations = KINDS[kind]
 
         def decorator(fn: F) -> F:
@@ -192,15 +228,25 @@ class App:
             tool_name = name or fn.__name__
             self.tools.append(_build_tool(fn, wrapper, tool_name, doc, annotations))
             self.tool_names.append(tool_name)
+            from .toolsets import toolset_for_module
+
+            self.toolset_of[tool_name] = toolset or toolset_for_module(fn.__module__)
             return fn
 
         return decorator
 
 
 class _Tool(Tool):
-    """A tool whose argument-validation failures read like every other error: `INVALID_ARGUMENT: field: why`."""
+    """Every call passes here: unknown argument names are refused, argument-validation failures read
+    like every other error (`INVALID_ARGUMENT: field: why`), every result has text content, and what
+    the body reported (warnings, a changed tool list) reaches the client."""
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        found = argcheck.unknown_arguments(self.parameters, arguments) if isinstance(arguments, dict) else []
+        if found:
+            raise ToolError(f"Error executing tool {self.name}: {argcheck.unknown_argument_message(self.name, found)}")
+        state = _CallState()
+        token = _CALL.set(state)
         try:
             result = await super().run(arguments, context, convert_result)
         except ToolError as exc:
@@ -210,11 +256,43 @@ class _Tool(Tool):
                 raise ToolError(f"Error executing tool {self.name}: INVALID_ARGUMENT: {message}; "
                                 "correct the named argument(s) and call again") from exc.__cause__
             raise
+        finally:
+            _CALL.reset(token)
+        if isinstance(result, CallToolResult):
+            result = self._visible(result, state.warnings)
         app = getattr(self.fn, "vp_app", None)
         if convert_result and app is not None:
             for hook in app.result_hooks.get(self.name, ()):
                 result = hook(result)
+        if state.tools_changed:
+            await _notify_tools_changed(context)
         return result
+
+    def _visible(self, result: CallToolResult, warnings: list[str]) -> CallToolResult:
+        """Text content for every result: `null` for None, one JSON array for a list, plus warnings."""
+        data = result.structured_content
+        wrapped = self.fn_metadata.wrap_output and isinstance(data, dict) and "result" in data
+        value = data["result"] if wrapped else data
+        content = list(result.content)
+        if not content or (wrapped and isinstance(value, list)):
+            # The SDK sends no content for None and one block per item for a list (none when empty).
+            content = [TextContent(type="text", text=json.dumps(value, indent=2, ensure_ascii=False))]
+        if warnings and isinstance(data, dict):
+            data = {**data, "warnings": warnings}
+            if wrapped or not content or len(content) != 1:
+                content.append(TextContent(type="text", text=json.dumps({"warnings": warnings}, ensure_ascii=False)))
+            else:
+                content = [TextContent(type="text", text=json.dumps(data, indent=2, ensure_ascii=False))]
+        return result.model_copy(update={"content": content, "structured_content": data})
+
+
+async def _notify_tools_changed(context: Any) -> None:
+    """notifications/tools/list_changed on both protocol eras (each drops what it does not carry)."""
+    # No session (a direct call) or a closed stream: nothing to tell, and the call itself succeeded.
+    with contextlib.suppress(Exception):
+        await context.session.send_tool_list_changed()  # handshake era (stdio clients today)
+    with contextlib.suppress(Exception):
+        await context.notify_tools_changed()  # 2026-07-28 era: subscriptions/listen streams
 
 
 # Building a tool's argument model and JSON schema is the costly part of start-up; it depends only
@@ -228,6 +306,10 @@ def _build_tool(fn: Callable[..., Any], wrapper: Callable[..., Any], name: str, 
     template = _TOOL_TEMPLATES.get(key)
     if template is None:
         built = Tool.from_function(wrapper, name=name, description=doc, annotations=annotations)
+        # What tools/list sends: no generated titles, optional `anyOf [T, null]` as T (arguments.py).
+        built.parameters = argcheck.lean_schema(built.parameters)
+        if built.fn_metadata.output_schema is not None:
+            built.fn_metadata.output_schema = argcheck.lean_schema(built.fn_metadata.output_schema)
         template = _Tool.model_construct(**{field: getattr(built, field) for field in Tool.model_fields})
         _TOOL_TEMPLATES[key] = template
     return template.model_copy(update={"fn": wrapper})

@@ -1,4 +1,8 @@
-"""`vantage-peers`: the stdio MCP server (default) and its maintenance commands."""
+"""`vantage-peers`: the stdio MCP server (default) and its maintenance commands.
+
+Every command reads the settings and checks VP_DB_PATH first: a path SQLite could not open for
+writing is one line on stderr and exit status 2, never a traceback.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,21 @@ import sys
 
 from . import __version__
 
+# Settings every command reads (the database and its journal); each command lists its own extras.
+DB_SETTINGS = "VP_DB_PATH, VP_JOURNAL_MODE, VP_BUSY_TIMEOUT_MS"
+
+TTY_HINT = ("vantage-peers speaks MCP over stdio: it is started by an MCP client, not typed into. "
+            "Add it to your client (e.g. `claude mcp add vantage-peers -e VP_ORCHESTRATOR=alice -- uvx vantage-peers`), "
+            "or run `vantage-peers status` / `vantage-peers doctor`. Ctrl-C to quit.")
+
 
 def _run_stdio() -> int:
     from .server import create_app
     from .settings import Settings
 
     app = create_app(Settings.from_env())
+    if sys.stdin is not None and sys.stdin.isatty():
+        print(TTY_HINT, file=sys.stderr, flush=True)
     scheduler = None
     if app.settings.scheduler:
         from .scheduler import Scheduler
@@ -41,38 +54,93 @@ def _reindex() -> int:
         db.close()
 
 
-def main(argv: list[str] | None = None) -> int:
+def command(sub, name: str, summary: str, *, example: str, settings: str = "") -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with an example and the settings it reads."""
+    read = DB_SETTINGS + (f", {settings}" if settings else "")
+    return sub.add_parser(name, help=summary, description=summary,
+                          epilog=f"example:\n  {example}\n\nsettings read: {read}",
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vantage-peers",
         description="Local MCP server on one SQLite file. With no command it serves MCP over stdio.",
+        epilog=("examples:\n"
+                "  claude mcp add vantage-peers -e VP_ORCHESTRATOR=alice -- uvx vantage-peers\n"
+                "  VP_ORCHESTRATOR=alice VP_TOOLSETS=core vantage-peers   # what an MCP client runs\n"
+                "  vantage-peers status\n\n"
+                f"settings read by the server: {DB_SETTINGS}, VP_ORCHESTRATOR, VP_INSTANCE_ID, VP_TOOLSETS,\n"
+                "  VP_SCHEDULER, VP_TICK_SECONDS, VP_EMBEDDINGS, VP_EMBEDDING_MODEL, VP_EMBEDDING_DIMENSIONS,\n"
+                "  OPENAI_API_KEY / AI_GATEWAY_API_KEY, OPENAI_BASE_URL / AI_GATEWAY_BASE_URL,\n"
+                "  VP_MAX_SEGMENT_MINUTES, VP_PRESENCE_INTERVAL_SECONDS\n"
+                "(from the environment, then `.env` in the working directory: VP_* only unless it sets VP_EMBEDDINGS)"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"vantage-peers {__version__}")
     sub = parser.add_subparsers(dest="command")
-    sub.add_parser("doctor", help="print the settings in force and check them; exits non-zero on a failed check")
-    sub.add_parser("reindex", help="re-embed every memory and fix pattern with the configured model (progress on stderr)")
+    command(sub, "doctor", "print the settings in force and check them; exits non-zero on a failed check",
+            example="VP_DB_PATH=/shared/team.db vantage-peers doctor",
+            settings="and every other setting that has an effect (secrets shown as set/unset, never their value)")
+    command(sub, "reindex", "re-embed every memory and fix pattern with the configured model (progress on stderr)",
+            example="VP_EMBEDDING_MODEL=text-embedding-3-large vantage-peers reindex",
+            settings="VP_EMBEDDINGS, VP_EMBEDDING_MODEL, VP_EMBEDDING_DIMENSIONS, OPENAI_API_KEY, OPENAI_BASE_URL")
+    status = command(sub, "status", "show peers and their last seen, unread messages, open tasks and scheduler jobs",
+                     example="vantage-peers status --json | jq .unread", settings="VP_TICK_SECONDS")
+    status.add_argument("--json", action="store_true", help="print one JSON object (for scripts)")
     from .domains.bundles.cli import add_commands as bundle_commands  # export, import, backup, restore
 
-    handlers = bundle_commands(sub)
+    parser.vp_handlers = bundle_commands(sub)  # type: ignore[attr-defined]
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
+    handlers = parser.vp_handlers  # type: ignore[attr-defined]
     try:
+        from .settings import Settings, check_db_path
+
+        check_db_path(Settings.from_env().db_path)
         if args.command == "doctor":
             from .doctor import run_doctor
 
             return run_doctor()
         if args.command == "reindex":
             return _reindex()
+        if args.command == "status":
+            from .status import run_status
+
+            return run_status(as_json=args.json)
         if args.command in handlers:
             return handlers[args.command](args)
         return _run_stdio()
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `vantage-peers status | head`
+        return 0
     except Exception as exc:  # noqa: BLE001 - a clean one-line error beats a traceback on the CLI
         from .errors import VantageError
 
         if isinstance(exc, VantageError):
             print(f"vantage-peers: {exc}", file=sys.stderr)
             return 2
+        line = _database_error(exc)
+        if line:
+            print(f"vantage-peers: {line}", file=sys.stderr)
+            return 2
         raise
+
+
+def _database_error(exc: BaseException) -> str | None:
+    """One line for the ways SQLite refuses a file (not a database, read-only, cannot open)."""
+    import apsw
+
+    if isinstance(exc, apsw.NotADBError):
+        return f"BAD_DB_PATH: VP_DB_PATH does not point to a SQLite database ({exc})"
+    if isinstance(exc, apsw.CantOpenError | apsw.ReadOnlyError | apsw.PermissionsError | apsw.IOError):
+        return f"BAD_DB_PATH: SQLite cannot open VP_DB_PATH for writing ({exc}); set VP_DB_PATH to a writable file"
+    return None
 
 
 if __name__ == "__main__":

@@ -46,6 +46,58 @@ def is_network_fs(kind: str | None) -> bool:
     return kind is not None and (kind.lower() in NETWORK_FS or kind.lower().startswith("fuse"))
 
 
+# (field, variable, when it does something). `None` = always; a module name = once that feature is
+# installed (HTTP serving, GitHub, UI markers arrive as their own packages); "embeddings" = only
+# with an embedding provider on. Secrets are shown as set/unset, never printed.
+SHOWN_SETTINGS: tuple[tuple[str, str, str | None], ...] = (
+    ("db_path", "VP_DB_PATH", None),
+    ("orchestrator", "VP_ORCHESTRATOR", None),
+    ("instance_id", "VP_INSTANCE_ID", None),
+    ("toolsets", "VP_TOOLSETS", None),
+    ("journal_mode", "VP_JOURNAL_MODE", None),
+    ("busy_timeout_ms", "VP_BUSY_TIMEOUT_MS", None),
+    ("scheduler", "VP_SCHEDULER", None),
+    ("tick_seconds", "VP_TICK_SECONDS", None),
+    ("embeddings", "VP_EMBEDDINGS", None),
+    ("embedding_model", "VP_EMBEDDING_MODEL", "embeddings"),
+    ("embedding_dimensions", "VP_EMBEDDING_DIMENSIONS", "embeddings"),
+    ("openai_api_key", "OPENAI_API_KEY / AI_GATEWAY_API_KEY", "embeddings"),
+    ("openai_base_url", "OPENAI_BASE_URL / AI_GATEWAY_BASE_URL", "embeddings"),
+    ("max_segment_minutes", "VP_MAX_SEGMENT_MINUTES", None),
+    ("presence_interval_seconds", "VP_PRESENCE_INTERVAL_SECONDS", None),
+    ("emit_ui_markers", "VP_EMIT_UI_MARKERS", "vantage_peers.ui"),
+    ("port", "PORT", "vantage_peers.http"),
+    ("public_base_url", "PUBLIC_BASE_URL", "vantage_peers.http"),
+    ("bearer_secret_master", "BEARER_SECRET_MASTER", "vantage_peers.http"),
+    ("github_token", "GITHUB_TOKEN", "vantage_peers.domains.github"),
+    ("github_webhook_secret", "GITHUB_WEBHOOK_SECRET", "vantage_peers.domains.github"),
+)
+SECRETS = {"openai_api_key", "bearer_secret_master", "github_token", "github_webhook_secret"}
+
+
+def settings_shown(settings: Settings) -> list[tuple[str, str]]:
+    """(variable, value as printed) for every setting that has an effect in this installation."""
+    import importlib.util
+
+    rows = []
+    for field, env_name, when in SHOWN_SETTINGS:
+        if when == "embeddings" and settings.embeddings == "none":
+            continue
+        if when not in (None, "embeddings") and importlib.util.find_spec(when) is None:
+            continue
+        value = getattr(settings, field, None)
+        if field in SECRETS:
+            shown = "set" if value else "unset"
+        elif isinstance(value, tuple):
+            shown = ",".join(value)
+        elif isinstance(value, bool):
+            shown = "on" if value else "off"
+        else:
+            shown = "—" if value is None else str(value)
+        rows.append((env_name, shown))
+    return rows
+
+
 def run_doctor(settings: Settings | None = None, out=None) -> int:
     out = out or sys.stdout
     failures = 0
@@ -65,12 +117,8 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
         fail("settings", str(exc))
         return 1
     out.write("settings in force:\n")
-    shown = settings.model_dump()
-    for key in ("openai_api_key", "bearer_secret_master", "github_token", "github_webhook_secret"):
-        if shown.get(key):
-            shown[key] = "***set***"
-    for key, value in shown.items():
-        out.write(f"  {key} = {value}\n")
+    for env_name, value in settings_shown(settings):
+        out.write(f"  {env_name} = {value}\n")
 
     import apsw
 

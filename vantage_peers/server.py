@@ -1,22 +1,67 @@
-"""create_server(settings) -> MCPServer with every domain's tools registered."""
+"""create_server(settings) -> MCPServer with every domain's tools registered, in toolset order."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import Any
 
+from mcp.server.lowlevel import NotificationOptions
 from mcp.server.mcpserver import MCPServer
 
-from . import __version__
+from . import __version__, toolsets
 from .app import App
 from .db import open_database
 from .settings import Settings
 
 INSTRUCTIONS = (
     "vantage-peers: shared memory, messages, tasks and missions for a team of agents, on one local "
-    "SQLite file. Start a session with set_summary, check_messages, list_tasks and recall. "
-    "Pass your orchestrator id as from/createdBy/callerOrchestrator unless whoami shows one configured."
+    "SQLite file. Start a session with set_summary, check_messages, list_tasks and recall.\n"
+    "Conventions for every tool (not repeated in each description): `from`, `createdBy`, "
+    "`callerOrchestrator`, `recipient`, `requestedBy`, `orchestratorId` (profiles) and `orchestrator` "
+    "(diary) default to this server's VP_ORCHESTRATOR "
+    "(instance ids to VP_INSTANCE_ID; see whoami); when an optional caller is absent, no RBAC check is "
+    "made, and `system` bypasses RBAC. Times are Unix ms. list_* tools return {items, nextCursor?}: "
+    "`limit` default 20, clamped to 1..200; pass `nextCursor` back as `cursor` until it is absent; "
+    "`fields: \"lite\"` returns a compact projection. get_* returns null for an unknown id; other verbs "
+    "on an unknown id answer NOT_FOUND. Search queries are plain text (operators are literal); an "
+    "answer is cut to 50,000 bytes (`truncated: true`). Unknown argument names are refused. "
+    "Tools outside the enabled toolsets: list_toolsets, then enable_toolset."
 )
+
+
+class VantageServer(MCPServer):
+    """MCPServer that lists and runs only the tools of enabled toolsets and announces list changes."""
+
+    def __init__(self, app: App, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.vp_app = app
+        low = self._lowlevel_server
+        base = low.create_initialization_options
+
+        def with_list_changed(notification_options: NotificationOptions | None = None, *args: Any, **kw: Any):
+            # Handshake-era clients learn from this capability that enable_toolset may change the list.
+            return base(notification_options or NotificationOptions(tools_changed=True), *args, **kw)
+
+        low.create_initialization_options = with_list_changed  # type: ignore[method-assign]
+
+    async def list_tools(self):  # type: ignore[override]
+        return [_lean_listing(t) for t in await super().list_tools() if toolsets.is_enabled(self.vp_app, t.name)]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None):  # type: ignore[override]
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        try:
+            toolsets.check_enabled(self.vp_app, name)
+        except ToolError as exc:
+            raise ToolError(f"Error executing tool {name}: {exc}") from None
+        return await super().call_tool(name, arguments, context)
+
+
+def _lean_listing(tool: Any) -> Any:
+    """Drop an output schema of just `{"type": "object"}`: it tells a client nothing, and the
+    result still arrives as structuredContent."""
+    return tool.model_copy(update={"output_schema": None}) if tool.output_schema == {"type": "object"} else tool
 
 
 def domain_modules() -> list[str]:
@@ -34,6 +79,7 @@ def create_app(settings: Settings | None = None) -> App:
     settings = settings or Settings.from_env()
     db = open_database(settings)
     app = App(settings, db)
+    toolsets.register(app)
     for name in domain_modules():
         module = importlib.import_module(f"vantage_peers.domains.{name}.tools")
         module.register(app)
@@ -41,7 +87,10 @@ def create_app(settings: Settings | None = None) -> App:
     from .ui import register as register_ui  # ui:// resources and stream markers (not a tools domain)
 
     register_ui(app)
-    app.mcp = MCPServer(name="vantage-peers", version=__version__, instructions=INSTRUCTIONS, tools=app.tools)
+    toolsets.order_tools(app)  # list_toolsets / enable_toolset, then core, then the other sets
+    app.enabled_toolsets = toolsets.initial_toolsets(app)
+    app.mcp = VantageServer(app, name="vantage-peers", version=__version__, instructions=INSTRUCTIONS,
+                            tools=app.tools)
     for hook in app.server_hooks:
         hook(app.mcp)
     return app

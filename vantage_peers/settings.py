@@ -1,4 +1,10 @@
-"""Settings: environment, then `.env` in the working directory (environment wins), then defaults."""
+"""Settings: environment, then `.env` in the working directory (environment wins), then defaults.
+
+A `.env` belongs to whatever project the agent happens to work in, so it contributes only `VP_*`
+variables — unless it sets `VP_EMBEDDINGS` itself, which says it was written for vantage-peers
+(then its `OPENAI_*` / `AI_GATEWAY_*` and other variables count too). An unrelated app's
+`OPENAI_API_KEY` never switches embeddings on.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from .errors import InvalidArgument
+from .errors import InvalidArgument, VantageError
+from .toolsets import parse_toolsets
 
 APP_NAME = "vantage-peers"
 _TRUE = {"1", "true", "yes", "on"}
@@ -41,6 +48,8 @@ class Settings(BaseModel):
     scheduler: bool = True
     tick_seconds: float = 15.0
     emit_ui_markers: bool = False
+    # VP_TOOLSETS: ("all",) or the toolset names listed at start-up (toolsets.py; core always on).
+    toolsets: tuple[str, ...] = ("all",)
     # Embeddings (see DESIGN.md "Embeddings").
     embeddings: str = "none"
     embedding_model: str = "text-embedding-3-small"
@@ -64,7 +73,7 @@ class Settings(BaseModel):
     def from_env(cls, environ: Mapping[str, str] | None = None, *, dotenv: bool = True) -> Settings:
         env: dict[str, str] = {}
         if dotenv:
-            env.update(_read_dotenv(Path.cwd() / ".env"))
+            env.update(dotenv_contribution(_read_dotenv(Path.cwd() / ".env")))
         env.update(os.environ if environ is None else environ)
 
         def get(name: str) -> str | None:
@@ -85,6 +94,7 @@ class Settings(BaseModel):
             "journal_mode": journal,
             "scheduler": _flag(get("VP_SCHEDULER"), True),
             "emit_ui_markers": _flag(get("VP_EMIT_UI_MARKERS"), False),
+            "toolsets": parse_toolsets(get("VP_TOOLSETS")),
             "embeddings": embeddings,
             "openai_api_key": key,
             "openai_base_url": base,
@@ -123,3 +133,40 @@ def _read_dotenv(path: Path) -> dict[str, str]:
     from dotenv import dotenv_values
 
     return {k: v for k, v in dotenv_values(path).items() if v is not None}
+
+
+def dotenv_contribution(values: Mapping[str, str]) -> dict[str, str]:
+    """What a `.env` may set: `VP_*` only, unless it sets VP_EMBEDDINGS (then all of it)."""
+    if (values.get("VP_EMBEDDINGS") or "").strip():
+        return dict(values)
+    return {k: v for k, v in values.items() if k.startswith("VP_")}
+
+
+class BadDatabasePath(VantageError):
+    code = "BAD_DB_PATH"
+
+
+def check_db_path(path: Path) -> None:
+    """Refuse, in one sentence, a VP_DB_PATH that SQLite could not open for writing."""
+    hint = "set VP_DB_PATH to a file in a directory you can write"
+    if path.is_dir():
+        raise BadDatabasePath(f"VP_DB_PATH={path} is a directory; {hint} (e.g. {path / 'vantage-peers.db'})")
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise BadDatabasePath(f"VP_DB_PATH={path}: {ancestor} is not a directory; {hint}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadDatabasePath(f"VP_DB_PATH={path}: cannot create {path.parent} ({exc.strerror}); {hint}") from None
+    try:
+        read_only = bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # no statvfs on Windows
+        read_only = False
+    if read_only:
+        raise BadDatabasePath(f"VP_DB_PATH={path} is on a read-only filesystem; {hint}")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise BadDatabasePath(f"VP_DB_PATH={path}: directory {path.parent} is not writable; {hint}")
+    if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+        raise BadDatabasePath(f"VP_DB_PATH={path}: the file is not readable and writable; {hint}")

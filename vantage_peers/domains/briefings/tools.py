@@ -12,18 +12,12 @@ from ...search.doctrine import with_doctrine
 from . import store
 
 # Spec §27.14: the VP-Sources doctrine follows these two descriptions verbatim.
-LIST_BRIEFING_NOTES_TOOL_DESCRIPTION = with_doctrine("""List briefing notes newest first, optionally by `topic` or updated since a time.
+LIST_BRIEFING_NOTES_TOOL_DESCRIPTION = with_doctrine("""List briefing notes newest first, by `topic` or `updatedSince`; paged.
 
-`updatedSince` (Unix ms) keeps notes whose `updatedAt` is at or after it (a new note's
-`updatedAt` is its creation time). Paged: `{items, nextCursor?}`; pass `nextCursor` back as
-`cursor` until it is absent. `limit` default 20 (15 with `fields="full"`), clamped to 1..200;
-`fields="lite"` = _id, _creationTime, topic, title, participants, createdBy.
+`limit` default 20 (15 with `fields="full"`). lite: _id, _creationTime, topic, title, participants, createdBy.
 """)
 
-SEARCH_BRIEFING_NOTES_BY_KEYWORD_TOOL_DESCRIPTION = with_doctrine("""Full-text (BM25) search over briefing notes (title, content, decisions), best first.
-
-Every word of `query` must match; operators and punctuation are plain text. Optional `topic`
-filter; `limit` default 20, max 200. Returns `{items}` (each with `score`, `snippet`), `truncated: true` when cut to 50 KB.
+SEARCH_BRIEFING_NOTES_BY_KEYWORD_TOOL_DESCRIPTION = with_doctrine("""Search briefing notes (title, content, decisions) by keyword; every word must match.
 """)
 
 
@@ -53,12 +47,9 @@ def register(app: App) -> None:
         decisions: list[str] | None = None,
         linkedMemoryIds: list[str] | None = None,
     ) -> str:
-        """Create a briefing note: a structured session hand-off, meeting record or decision log.
+        """Create a briefing note (session hand-off, meeting record, decision log); returns its id.
 
-        `topic` is a category key (`sprint-review`, `vp-release`, `standup`, …); `participants`
-        the orchestrator ids present; `linkedMemoryIds` must be ids of existing memories
-        (unknown ids are refused with NOT_FOUND). `createdBy` defaults to VP_ORCHESTRATOR.
-        Returns the new note id.
+        `topic` is a category key (`sprint-review`, `standup`, …); `linkedMemoryIds` must exist.
         """
         creator = app.caller(createdBy, "createdBy")
         values = _changes(title=title, topic=topic, participants=participants, content=content,
@@ -79,11 +70,7 @@ def register(app: App) -> None:
         decisions: list[str] | None = None,
         linkedMemoryIds: list[str] | None = None,
     ) -> None:
-        """Change some fields of a briefing note; only its creator or `system` may (deny by default).
-
-        `callerOrchestrator` is required (or VP_ORCHESTRATOR); only the fields you pass change,
-        and `updatedAt` / `updatedBy` are set. Arrays replace the stored array. Returns null.
-        """
+        """Change some fields of a briefing note (creator or `system` only; caller required); returns null."""
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
         changes = _changes(title=title, topic=topic, participants=participants, content=content,
                            decisions=decisions, linkedMemoryIds=linkedMemoryIds)
@@ -123,10 +110,6 @@ def register(app: App) -> None:
 
     @app.tool("destructive")
     def delete_briefing_note(noteId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
-        """Delete a briefing note for good; only its creator (`createdBy`) or `system` may.
-
-        `callerOrchestrator` defaults to VP_ORCHESTRATOR. Returns `{deleted}`; false when the
-        note does not exist.
-        """
+        """Delete a briefing note for good (creator or `system` only); returns `{deleted}`."""
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
         return db.write(lambda c: store.delete_note(c, note_id=noteId, caller=caller))

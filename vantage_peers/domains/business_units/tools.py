@@ -55,13 +55,9 @@ def register(app: App) -> None:
         managementFee: float | None = None,
         createdBy: str | None = None,
     ) -> dict[str, Any]:
-        """Create a business unit with its strategy: purpose, model, customers, services, pricing, projections.
+        """Create a business unit: purpose, model, customers, services, pricing, projections.
 
-        `orchestratorId` is the lead orchestrator; `status` idea|building|live|revenue (default
-        idea); `revenueProjections` an object (e.g. {A1, A2, A3}); `coreTeam` an object (agents,
-        skills, hooks, plugins); `managementFee` a percent 0..100, default 10. Names are unique
-        (case-insensitive). Returns the BU. `createdBy` defaults to VP_ORCHESTRATOR, else to
-        `orchestratorId`.
+        `orchestratorId` leads it; `managementFee` is a percent (default 10); names are unique. Returns the BU.
         """
         creator = app.caller(createdBy, "createdBy", required=False) or check_name(orchestratorId, "orchestratorId")
         values = _fields(
@@ -89,11 +85,7 @@ def register(app: App) -> None:
         coreTeam: dict[str, Any] | None = None,
         managementFee: float | None = None,
     ) -> dict[str, Any]:
-        """Change some fields of a business unit (only the fields you pass change); returns the BU.
-
-        Only its lead orchestrator (`orchestratorId`), its creator or `system` may update;
-        `callerOrchestrator` defaults to VP_ORCHESTRATOR. Objects and arrays replace the stored ones.
-        """
+        """Change some fields of a business unit (lead, creator or `system` only); returns the BU."""
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
         changes = _fields(
             name=name, description=description, purpose=purpose, orchestratorId=orchestratorId, status=status,
@@ -117,20 +109,12 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List business units newest first, by lead `orchestratorId` and/or `status`.
-
-        Paged: `{items, nextCursor?}`; pass `nextCursor` back as `cursor` until it is absent.
-        `limit` default 20, clamped to 1..200; `fields="lite"` = _id, _creationTime, name,
-        status, orchestratorId.
-        """
+        """List business units newest first, by lead `orchestratorId` and/or `status`; paged."""
         filters = {"orchestratorId": orchestratorId, "status": status}
         return db.read(lambda c: store.BUS.page(c, filters=filters, limit=limit, cursor=cursor, fields=fields))
 
     @app.tool("destructive")
     def delete_bu(buId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
-        """Delete a business unit for good; only its lead orchestrator, its creator or `system` may.
-
-        `callerOrchestrator` defaults to VP_ORCHESTRATOR. Returns `{deleted}`; false when it does not exist.
-        """
+        """Delete a business unit for good (lead, creator or `system` only); returns `{deleted}`."""
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
         return db.write(lambda c: store.delete(c, bu_id=buId, caller=caller))

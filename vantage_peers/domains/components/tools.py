@@ -46,12 +46,8 @@ def register(app: App) -> None:
     ) -> dict[str, Any]:
         """Back up an agent, skill, hook or plugin: its full file content, kept byte for byte.
 
-        Registering an existing (name, type) again stores a new revision and keeps every earlier
-        one (get_component with `revision` or `version` returns them); identical content and
-        version store nothing new. The server computes `contentHash` (sha256 hex of the UTF-8
-        content); pass your own `contentHash` to have the upload verified. Returns
-        `{_id, name, type, revision, contentHash, size, version?, created, newRevision}`. `createdBy`
-        defaults to VP_ORCHESTRATOR.
+        Registering (name, type) again stores a new revision and keeps the earlier ones. The server
+        computes `contentHash` (sha256); pass yours to have it verified. Returns `{_id, revision, contentHash}` and more.
         """
         creator = app.caller(createdBy, "createdBy")
         args = {
@@ -70,11 +66,9 @@ def register(app: App) -> None:
         revision: Annotated[int | None, Field(ge=1)] = None,
         includeHistory: bool = False,
     ) -> dict[str, Any] | None:
-        """Fetch a component by name and type, with its full content and `contentHash`; null if absent.
+        """Fetch a component by name and type with its full content; null if absent.
 
-        By default the latest revision. `revision` (1, 2, …) or `version` (your label; the newest
-        revision carrying it) returns an older one byte for byte. `includeHistory` adds
-        `history`: every revision's number, version, hash, size, author and time.
+        `revision` (1, 2, …) or `version` returns an older one; `includeHistory` lists every revision.
         """
         def run(c) -> dict[str, Any] | None:
             doc = store.get(c, name=name, type_=type, version=version, revision=revision)
@@ -92,11 +86,9 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List registered components (latest revision each), newest first, by `type` and/or `team`.
+        """List components (latest revision each), newest first, by `type` and/or `team`; paged.
 
-        Paged: `{items, nextCursor?}`; pass `nextCursor` back as `cursor` until it is absent.
-        `limit` default 20, clamped to 1..200; `fields="lite"` = _id, _creationTime, name, type,
-        team (recommended: full items carry whole file contents).
+        Prefer `fields="lite"` (_id, _creationTime, name, type, team): full items carry whole files.
         """
         return db.read(
             lambda c: store.list_components(c, type_=type, team=team, limit=limit, cursor=cursor, fields=fields)
@@ -113,13 +105,7 @@ def register(app: App) -> None:
         contentHash: str | None = None,
         callerOrchestrator: str | None = None,
     ) -> dict[str, Any]:
-        """Update a registered component, found by name and type: content, version label, team, project.
-
-        New content or a new version label stores a new revision (earlier ones stay retrievable);
-        team and project change in place. Refused with NOT_FOUND when the component does not
-        exist. Returns the same summary as register_component. Open to any caller, like
-        re-registering; `callerOrchestrator` (default VP_ORCHESTRATOR) is recorded as `updatedBy`.
-        """
+        """Update a component found by name and type (new content or version adds a revision); returns its summary."""
         caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
         body = _content(content, contentHash) if content is not None else None
         if body is None and version is None and team is None and project is None:
@@ -134,21 +120,13 @@ def register(app: App) -> None:
 
     @app.tool("destructive")
     def delete_component(name: str, type: ComponentType, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Remove a component and all its revisions; only its creator (`createdBy`) or `system` may.
-
-        `callerOrchestrator` defaults to VP_ORCHESTRATOR. Returns `{deleted, revisionsDeleted}`;
-        `deleted` is false when no such component exists.
-        """
+        """Remove a component and all its revisions (creator or `system` only); returns `{deleted, revisionsDeleted}`."""
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
         return db.write(lambda c: store.delete(c, name=name, type_=type, caller=caller))
 
     @app.tool("read")
     def search_components(query: str, type: ComponentType | None = None, limit: int | None = None) -> dict[str, Any]:
-        """Find components whose name or team contains the words of `query` (substring, BM25-ranked).
-
-        Optional `type` filter; `limit` default 20, max 200. Returns `{items}` without `content`
-        (fetch it with get_component), each with a `score`; `truncated: true` when cut to 50 KB.
-        """
+        """Find components whose name or team contains the words of `query`; items without `content`."""
         words = query_text(query)
         size = clamp_limit(limit)
         return capped(db.read(lambda c: store.search(c, query=words, type_=type, limit=size)))

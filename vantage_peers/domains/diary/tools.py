@@ -25,11 +25,9 @@ def register(app: App) -> None:
         blockers: list[str] | None = None,
         instanceId: str | None = None,
     ) -> str:
-        """Write an orchestrator's diary entry for a date, overwriting any entry already there (upsert).
+        """Write an orchestrator's diary entry for a `YYYY-MM-DD` date, replacing any entry there.
 
-        One entry per (orchestrator, date): writing the same date again replaces content,
-        highlights and blockers in place. `date` is `YYYY-MM-DD`; `orchestrator` defaults to
-        VP_ORCHESTRATOR. Returns the entry id (the same id on every rewrite of that date).
+        Returns the entry id (the same on every rewrite of that date).
         """
         who = app.caller(orchestrator, "orchestrator")
         day = iso_date(date, "date")
@@ -44,10 +42,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def get_diary(date: str, orchestrator: str | None = None) -> dict[str, Any] | None:
-        """Fetch one diary entry by orchestrator and date (`YYYY-MM-DD`); null when there is none.
-
-        `orchestrator` defaults to VP_ORCHESTRATOR.
-        """
+        """Fetch one diary entry by orchestrator and date (`YYYY-MM-DD`); null when there is none."""
         who = app.caller(orchestrator, "orchestrator")
         day = iso_date(date, "date")
         return db.read(lambda c: store.get_diary(c, orchestrator=who, date=day))
@@ -61,12 +56,7 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List diary entries newest date first, for one orchestrator or (omitted) all of them.
-
-        Optional inclusive date range `from` / `to` (`YYYY-MM-DD`). Paged: `{items, nextCursor?}`;
-        pass `nextCursor` back as `cursor` until it is absent. `limit` default 20, clamped to
-        1..200; `fields="lite"` = _id, _creationTime, date, orchestrator.
-        """
+        """List diary entries newest date first, for one orchestrator or all, within `from`/`to`; paged."""
         start = iso_date(from_, "from") if from_ is not None else None
         end = iso_date(to, "to") if to is not None else None
         if start is not None and end is not None and start > end:
@@ -85,10 +75,9 @@ def register(app: App) -> None:
         orchestrator: str | None = None,
         limit: int | None = None,
     ) -> list[dict[str, Any]]:
-        """List diary entries between two dates, inclusive, oldest date first (weekly reviews).
+        """List diary entries from `from` to `to` (inclusive), oldest first, as an array (no cursor).
 
-        Returns an array (no cursor) of at most `limit` entries (default 200, max 1000), cut
-        further if the entries exceed 50,000 bytes; use list_diaries with from/to to page.
+        `limit` default 200, max 1000; use list_diaries to page.
         """
         start, end = iso_date(from_, "from"), iso_date(to, "to")
         if start > end:
@@ -100,11 +89,7 @@ def register(app: App) -> None:
 
     @app.tool("destructive")
     def delete_diary(diaryId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
-        """Delete a diary entry for good; only its owner (`orchestrator`) or `system` may.
-
-        `callerOrchestrator` defaults to VP_ORCHESTRATOR. Returns `{deleted}`; false when the
-        entry does not exist.
-        """
+        """Delete a diary entry for good (its owner or `system` only); returns `{deleted}`."""
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
 
         def run(c) -> dict[str, bool]:

@@ -44,13 +44,10 @@ def register(app: App) -> None:
         severity: SeverityArg,
         createdBy: str | None = None,
     ) -> dict[str, Any]:
-        """Store a structured episode (context → goal → action → outcome → insight, with a severity).
+        """Store a structured episode (context → goal → action → outcome → insight) after a failure or gotcha.
 
-        Store one after any failure, non-obvious gotcha or non-obvious success. `severity`:
-        minor|low (small, easily recovered), medium, major|high (significant failure or lost
-        time), critical (data-loss risk, production incident, blocker). The episode is a memory
-        of type `episode`: found by recall and the episode searches. Returns `{memoryId}`. `createdBy`
-        defaults to VP_ORCHESTRATOR.
+        `severity`: minor|low, medium, major|high, critical. Found by recall and the episode searches.
+        Returns `{memoryId}`.
         """
         who = app.caller(createdBy, "createdBy")
         ns = memories.check_namespace(namespace)
@@ -81,13 +78,7 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List episodes newest first, optionally of one `namespace` (or `prefix/*`) and one author.
-
-        `orchestrator` filters on who stored the episode (createdBy). Archived and expired
-        episodes are skipped. Paged: `{items, nextCursor?}`; pass `nextCursor` back as `cursor`
-        until it is absent. `limit` default 20, clamped to 1..200; `fields="lite"` = _id,
-        _creationTime, namespace, createdBy, severity, insight.
-        """
+        """List episodes newest first, by `namespace` (or `prefix/*`) and author (`orchestrator`); paged."""
         scope = memories.scope_of(namespace)
         author = orchestrator or None
         return db.read(lambda c: memories.list_memories(
@@ -95,19 +86,10 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def search_episodes_by_keyword(query: str, namespace: str | None = None, limit: int | None = None) -> dict[str, Any]:
-        """BM25 full-text search restricted to episodes (every field is searchable), best first.
-
-        Same rules and result as text_search (`{mode, match, items}`, `score`, `snippet`), with
-        each item shaped as an episode. `limit` default 10, max 200.
-        """
+        """Search episodes by keyword (BM25); the same rules and result as text_search."""
         return run_search(query, namespace, limit, semantic=False)
 
     @app.tool("read")
     def search_episodes_by_semantic(query: str, namespace: str | None = None, limit: int | None = None) -> dict[str, Any]:
-        """Search episodes by meaning: cosine similarity of embeddings, most similar first.
-
-        Returns `{mode: "semantic", items}` with `similarity` per item. Without an embedding
-        (no key, endpoint down) it answers from BM25 with `mode: "keyword"` and a `reason`.
-        `limit` default 10, max 200.
-        """
+        """Search episodes by meaning (cosine similarity); keyword fallback with a `reason`."""
         return run_search(query, namespace, limit, semantic=True)

@@ -44,15 +44,10 @@ def register(app: App) -> None:
         files: list[str] | None = None,
         validatedFix: str | None = None,
     ) -> dict[str, str]:
-        """Record a bug you solved: its symptom, root cause and (optionally) the fix that worked.
+        """Record a bug you solved: symptom, root cause, and the fix if known; returns `{patternId}`.
 
-        Call it after fixing any bug, then add_fix_attempt for what you tried (failures too).
-        `symptom` = what the bug looks like (error message, behaviour; searched by meaning),
-        `rootCause` = why it happens, `sourceProject` = where it was found (patterns are shared
-        across projects). `tags` (e.g. race-condition), `stack` (e.g. convex, next.js), `files`,
-        `severity` critical|major|minor, `validatedFix` if already known. `createdBy` defaults to
-        VP_ORCHESTRATOR. Searchable by keyword at once, by meaning within one scheduler tick.
-        Returns `{patternId}`.
+        Then add_fix_attempt for what you tried (failures too). `symptom` is searched by meaning;
+        patterns are shared across projects (`sourceProject` = where it was found).
         """
         creator = app.caller(createdBy, "createdBy")
         args = {
@@ -68,12 +63,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def get_fix_pattern(patternId: str) -> dict[str, Any] | None:
-        """Fetch one fix pattern by id with its attempts (oldest first); null when it does not exist.
-
-        `attempts` holds the newest 200 attempts (fewer if they would overflow the response:
-        `attemptsTruncated` is then true; `attemptCount` is the total). `validated` says whether
-        a `validatedFix` is set; `validatedAttemptId` names the worked attempt that set it.
-        """
+        """Fetch one fix pattern with its attempts (oldest first, at most 200); null when absent."""
         return db.read(lambda c: store.get(c, pattern_id=patternId))
 
     @app.tool("write")
@@ -85,14 +75,9 @@ def register(app: App) -> None:
         createdBy: str | None = None,
         commit: str | None = None,
     ) -> dict[str, Any]:
-        """Record one attempt at fixing a pattern's bug, successful or not, with why.
+        """Record one attempt at fixing a pattern's bug, and whether and why it worked; returns `{attemptId}`.
 
-        `description` = what was tried, `worked` = true/false, `why` = why it worked or not,
-        `commit` = git SHA (optional). If `worked` is true and the pattern has no `validatedFix`
-        yet, this attempt's description becomes the `validatedFix` (exactly one of several
-        concurrent worked attempts wins). Unknown `patternId` is refused with NOT_FOUND.
-        Returns `{attemptId, patternId, autoValidated, validatedFix?}`. `createdBy` defaults to
-        VP_ORCHESTRATOR.
+        The first attempt that worked becomes the pattern's `validatedFix` when none is set (`autoValidated`).
         """
         creator = app.caller(createdBy, "createdBy")
         args = {
@@ -104,29 +89,17 @@ def register(app: App) -> None:
 
     @app.tool("write")
     def validate_fix(patternId: str, validatedFix: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Set the validated fix of a pattern explicitly, replacing any earlier one.
-
-        Use it when the fix that works is best described in your own words (add_fix_attempt
-        sets it automatically from the first worked attempt). `callerOrchestrator` (default
-        VP_ORCHESTRATOR, optional) is recorded as `validatedBy`. Unknown `patternId` is refused
-        with NOT_FOUND. Returns the updated pattern (without its attempts).
-        """
+        """Set a pattern's validated fix in your own words, replacing any earlier one; returns the pattern."""
         caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
         fix = _long(validatedFix, "validatedFix")
         return db.write(lambda c: store.validate(c, pattern_id=patternId, validated_fix=fix, validated_by=caller))
 
     @app.tool("read")
     def search_fix_patterns(query: str, limit: int | None = None, project: str | None = None) -> dict[str, Any]:
-        """Search fix patterns by meaning (symptom and root cause): call it BEFORE fixing any bug.
+        """Search fix patterns by meaning (symptom, root cause): call it BEFORE fixing any bug.
 
-        Pass the error message or the symptom in your own words; a pattern is found even when
-        it shares no keyword with the query. Searches every project unless `project` names one
-        (a pattern's `sourceProject`). `limit` default 10, max 200. Returns `{mode, items}`,
-        best first: each item is the pattern (apply its `validatedFix` when `validated`) with
-        `score` (Reciprocal Rank Fusion of BM25 and vector similarity, k=60), `matchedBy`
-        (["keyword", "vector"]), `ranks`, `similarity` and `snippet`. `mode` is "hybrid", or
-        "keyword" with a `reason` when no embedding is available (no key, endpoint down,
-        nothing embedded yet): results then come from BM25 alone.
+        Pass the error message or symptom; apply an item's `validatedFix` when `validated`.
+        `mode` is "keyword" (with `reason`) when no embedding is available.
         """
         words = require_query(query)
         scope = _name(project, "project", required=False)
@@ -142,24 +115,13 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List fix patterns newest first, optionally only those found in one `project` (sourceProject).
-
-        Paged: `{items, nextCursor?}`; pass `nextCursor` back as `cursor` until it is absent.
-        `limit` default 20, clamped to 1..200; `fields="lite"` = _id, _creationTime, symptom,
-        severity, sourceProject, validated (whether a validatedFix is set). Items carry no
-        attempts (get_fix_pattern does).
-        """
+        """List fix patterns newest first, optionally of one `project` (sourceProject); paged, no attempts."""
         scope = _name(project, "project", required=False)
         return db.read(lambda c: store.list_patterns(c, project=scope, limit=limit, cursor=cursor, fields=fields))
 
     @app.tool("idempotent")
     def link_issue_to_pattern(patternId: str, issueId: str) -> dict[str, Any]:
-        """Link an issue (e.g. "owner/repo#282" or a VantagePeers issue id) to a fix pattern.
-
-        The id is appended to the pattern's `linkedIssueIds` once; linking it again changes
-        nothing (`added` false). Unknown `patternId` is refused with NOT_FOUND. Returns
-        `{patternId, issueId, added, linkedIssueIds}`.
-        """
+        """Link an issue (e.g. "owner/repo#282") to a fix pattern, once; returns `{added, linkedIssueIds}`."""
         issue = _name(issueId, "issueId")
         now = now_ms()
         return db.write(lambda c: store.link_issue(c, pattern_id=patternId, issue_id=issue, now=now))

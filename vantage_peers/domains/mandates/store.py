@@ -1,6 +1,7 @@
 """Mandates: lifecycle, parties, and spending against the budget and limits.
 
-Lifecycle: requested → accepted → in_progress → delivered → settled, one step at a time.
+Lifecycle: requested → accepted → in_progress → delivered → settled, one step at a time, except
+that the requester may settle (close with the final cost) from accepted, in_progress or delivered.
 Who moves it: the fulfiller accepts, starts and delivers; the requester settles; `system` may do
 anything. Spending is recorded in `mandateSpending` (update_mandate `spend`) and `mandates.spent`
 in the same transaction; validate_mandate_spending and recording use the same `evaluate`, so a
@@ -22,6 +23,7 @@ STATUSES = ("requested", "accepted", "in_progress", "delivered", "settled")
 NEXT = {"requested": "accepted", "accepted": "in_progress", "in_progress": "delivered", "delivered": "settled"}
 STAMP = {"accepted": "acceptedAt", "in_progress": "startedAt", "delivered": "deliveredAt", "settled": "settledAt"}
 TERMS_OPEN = ("requested", "accepted", "in_progress")  # terms may change until delivery
+SETTLE_FROM = ("accepted", "in_progress", "delivered")  # the seeds' flow settles right after accepting
 SPEND_OPEN = ("accepted", "in_progress", "delivered")  # spending needs an accepted, unsettled mandate
 DAY_MS = 86_400_000
 
@@ -53,9 +55,12 @@ def transition(conn: Connection, row: Row, *, target: str, caller: str, extra: d
     parties, role = _mover(row, target)
     require_party(caller, parties, action=f"move mandate {row['id']} to {target}", role=role)
     current = row["status"]
-    if NEXT.get(current) != target:
+    legal = current in SETTLE_FROM if target == "settled" else NEXT.get(current) == target
+    if not legal:
         allowed = NEXT.get(current)
         hint = f"the only allowed next status is {allowed}" if allowed else "settled is final"
+        if current in SETTLE_FROM:
+            hint += " (or settled, through settle_mandate)"
         raise InvalidState(f"mandate {row['id']} is {current}; it cannot move to {target} ({hint})")
     now = now_ms()
     changed = MANDATES.patch(

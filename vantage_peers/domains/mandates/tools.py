@@ -74,11 +74,8 @@ def register(app: App) -> None:
     ) -> dict[str, Any]:
         """Request a service from another orchestrator with a token budget (status `requested`).
 
-        `spendingLimits` = {maxPerTransaction?, maxPerPeriod?, periodDays?} and
-        `approvedCategories` (e.g. ["seo","content"]) bound what update_mandate `spend` may record.
-        Lifecycle: requested → accepted (fulfiller: accept_mandate) → in_progress → delivered
-        (fulfiller: update_mandate status) → settled (requester: settle_mandate). `requestedBy`
-        defaults to VP_ORCHESTRATOR. Returns the mandate.
+        `spendingLimits` {maxPerTransaction?, maxPerPeriod?, periodDays?} and `approvedCategories`
+        bound spending. Then accept_mandate (fulfiller) and settle_mandate (requester). Returns the mandate.
         """
         requester = app.caller(requestedBy, "requestedBy")
         values = {"requestedBy": requester, "fulfilledBy": check_name(fulfilledBy, "fulfilledBy"),
@@ -89,11 +86,7 @@ def register(app: App) -> None:
 
     @app.tool("write")
     def accept_mandate(mandateId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Accept a requested mandate (→ `accepted`); only the fulfiller (`fulfilledBy`) or `system` may.
-
-        Refused with INVALID_STATE unless the mandate is `requested`. Returns the mandate.
-        `callerOrchestrator` defaults to VP_ORCHESTRATOR.
-        """
+        """Accept a requested mandate (→ accepted; fulfiller or `system` only); returns the mandate."""
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
 
         def run(c):
@@ -113,16 +106,10 @@ def register(app: App) -> None:
         approvedCategories: list[str] | None = None,
         spend: Spend | None = None,
     ) -> dict[str, Any]:
-        """Update a mandate: advance its status, change its terms, or record spending (parties only).
+        """Update a mandate: one status step, its terms, or a spending record; returns the mandate.
 
-        - `status`: one step forward, by the fulfiller or `system` (accepted → in_progress →
-          delivered); `settled` is settle_mandate's job. Illegal moves: INVALID_STATE.
-        - terms (`service`, `budget`, `spendingLimits`, `approvedCategories`): the requester, until delivery.
-        - `spend` = {amount, category?, note?}: records spending (either party; status accepted,
-          in_progress or delivered), checked like validate_mandate_spending; over a limit it is
-          refused with SPENDING_DENIED and nothing is recorded.
-        Applied in that order (terms, spend, status) in one transaction. Returns the mandate.
-        `callerOrchestrator` defaults to VP_ORCHESTRATOR.
+        `status`: accepted → in_progress → delivered (fulfiller). Terms: requester, until delivery.
+        `spend` {amount, category?, note?}: either party; over a limit → SPENDING_DENIED.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
         terms = _terms(service, budget, spendingLimits, approvedCategories)
@@ -140,11 +127,9 @@ def register(app: App) -> None:
 
     @app.tool("write")
     def settle_mandate(mandateId: str, finalCost: float, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Record the actual cost and close a delivered mandate (→ `settled`, final).
+        """Close a mandate with its final cost (→ settled, final); requester or `system` only.
 
-        Only the requester (`requestedBy`) or `system` may settle, and only from `delivered`.
-        Returns the mandate with `finalCost`, `settledAt` and `settledBy`. `callerOrchestrator`
-        defaults to VP_ORCHESTRATOR.
+        Allowed from accepted, in_progress or delivered. Returns the mandate.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
         cost = number(finalCost, "finalCost")
@@ -158,14 +143,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def validate_mandate_spending(mandateId: str, proposedAmount: float, category: str | None = None) -> dict[str, Any]:
-        """Check whether spending `proposedAmount` (optionally in `category`) is within a mandate's limits.
-
-        Checks, against spending recorded with update_mandate `spend`: the mandate is accepted
-        and not settled; remaining budget; `maxPerTransaction`; `maxPerPeriod` over the last
-        `periodDays`; `category` in `approvedCategories` (when both are given; recording the spend
-        will need a category when the mandate approves categories). Returns
-        `{allowed, reason, reasons?, remainingBudget, remainingInPeriod?, …}`; nothing is recorded.
-        """
+        """Check whether spending `proposedAmount` (in `category`) fits a mandate's limits; returns `{allowed, reason}`."""
         amount = number(proposedAmount, "proposedAmount", positive=True)
         label = text(category, "category", required=False, max_bytes=200)
 
@@ -184,20 +162,12 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List mandates newest first, by requester, fulfiller and/or status.
-
-        Paged: `{items, nextCursor?}`; pass `nextCursor` back as `cursor` until it is absent.
-        `limit` default 20, clamped to 1..200; `fields="lite"` = _id, _creationTime, service,
-        status, requestedBy, fulfilledBy.
-        """
+        """List mandates newest first, by requester, fulfiller and/or status; paged."""
         filters = {"requestedBy": requestedBy, "fulfilledBy": fulfilledBy, "status": status}
         return db.read(lambda c: store.MANDATES.page(c, filters=filters, limit=limit, cursor=cursor, fields=fields))
 
     @app.tool("read")
     def get_mandate(mandateId: str, includeSpending: bool = False) -> dict[str, Any] | None:
-        """Fetch one mandate by id (null when it does not exist); `spent` is the recorded total.
-
-        `includeSpending` adds `spending`: the recorded transactions, newest first (at most 200).
-        """
+        """Fetch one mandate (`spent` = recorded total); `includeSpending` adds the transactions."""
         return db.read(lambda c: store.get(c, mandateId, include_spending=includeSpending))
 

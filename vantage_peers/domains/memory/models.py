@@ -21,11 +21,11 @@ SEVERITIES = ("minor", "major", "critical", "low", "medium", "high")
 EPISODE_FIELDS = ("context", "goal", "action", "outcome", "insight")
 
 
-def _enum(values: tuple[str, ...], description: str) -> WithJsonSchema:
-    return WithJsonSchema({"type": "string", "enum": list(values), "description": description})
+def _enum(values: tuple[str, ...], description: str = "") -> WithJsonSchema:
+    return WithJsonSchema({"type": "string", "enum": list(values), **({"description": description} if description else {})})
 
 
-MemoryTypeArg = Annotated[str, _enum(MEMORY_TYPES, "Memory type")]
+MemoryTypeArg = Annotated[str, _enum(MEMORY_TYPES)]
 RelationTypeArg = Annotated[str, _enum(RELATION_TYPES, "updates archives the target; the others only link")]
 SeverityArg = Annotated[str, _enum(SEVERITIES, "minor/low < medium < major/high < critical")]
 TypeFilterArg = Annotated[
@@ -33,11 +33,11 @@ TypeFilterArg = Annotated[
     WithJsonSchema({
         "anyOf": [
             {"type": "string", "enum": list(MEMORY_TYPES)},
-            {"type": "array", "items": {"type": "string", "enum": list(MEMORY_TYPES)}},
+            {"type": "array", "items": {"type": "string"}},  # the same values (listed once: a lean tools/list)
             {"type": "null"},
         ],
         "default": None,
-        "description": "Only these memory types (one or a list)",
+        "description": "Only this memory type, or a list of them",
     }),
 ]
 

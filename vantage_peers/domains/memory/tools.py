@@ -23,30 +23,18 @@ from .models import (
 )
 from .services import services
 
-RECALL_TOOL_DESCRIPTION = with_doctrine("""Find the memories most relevant to a question: vector similarity fused with BM25 (RRF, k=60).
+RECALL_TOOL_DESCRIPTION = with_doctrine("""Find the memories most relevant to a question: meaning and keywords fused (RRF, k=60).
 
-Call it before answering anything about the project. `namespace` limits the search to one
-namespace (exact, case-sensitive), `prefix/*` to every namespace under `prefix/`; omitted = all.
-`type` = one memory type or a list. `limit` default 10 (3-5 for a targeted question, 10-20 to load
-session context), max 200. Archived (superseded or soft-deleted) and expired memories are skipped
-unless `includeSuperseded`. Returns `{mode, items}`: each item has `_id`, `namespace`, `type`,
-`content`, `score` (RRF), `matchedBy` (["keyword", "vector"]), `ranks`, `similarity` when the
-vector ranker found it, `snippet` when the keyword ranker did. `mode` is "hybrid", or "keyword"
-with a `reason` when no embedding is available (no key, endpoint down): results then come from BM25.""")
+Call it before answering about the project. `namespace`: exact, `prefix/*`, or all.
+`mode` "keyword" (with `reason`) means no embedding was available.""")
 
-TEXT_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Full-text BM25 search over memory content, for exact words, names and identifiers.
+TEXT_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Keyword (BM25) search over memories, for exact words, names and identifiers.
 
-Rows holding every word of `query` rank first; when none do, rows holding any word are returned
-(`match` says "all" or "any"). Operators and punctuation in `query` are plain text. `namespace`:
-exact, `prefix/*`, or omitted for all. `limit` default 10, max 200. Returns `{mode: "keyword",
-match, items}`; each item is the memory with `score` (higher is better) and a `snippet` with the
-matches in [brackets]. Archived and expired memories are skipped unless `includeSuperseded`.""")
+All words first, else any (`match` says which); items carry a `snippet` with hits in [brackets].""")
 
-HYBRID_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Combined vector + BM25 search over memories, fused by Reciprocal Rank Fusion (k=60).
+HYBRID_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Vector + BM25 search over memories fused by Reciprocal Rank Fusion (k=60).
 
-Same arguments and result as recall: `{mode, items}` with `score`, `matchedBy` and `ranks` per hit;
-`mode` is "keyword" (with a `reason`) when no query embedding is available, never an empty result
-because a key is missing. `namespace`: exact, `prefix/*`, or omitted for all; `limit` default 10, max 200.""")
+Same arguments and result (`{mode, items}`) as recall.""")
 
 
 def _episode(value: Episode | None) -> dict[str, Any] | None:
@@ -93,16 +81,10 @@ def register(app: App) -> None:
         ttl: str | None = None,
         episode: Episode | None = None,
     ) -> dict[str, Any]:
-        """Store a typed, namespaced memory; it is searchable at once by keyword, by meaning within seconds.
+        """Store a typed, namespaced memory; found by keyword at once, by meaning within seconds.
 
-        `namespace` is exact and case-sensitive (`global`, `project/<name>`, `orchestrator/<name>`).
-        `type`: user, feedback, project, reference, episode, fact, decision, architecture, note,
-        warning, procedure or observation. `relations` = [{targetId, type}] (or one `relatesTo`),
-        type updates|extends|derives|references|contradicts: `updates` archives the target
-        (isLatest=false) in the same transaction. `ttl` = ISO 8601 datetime after which the memory
-        is gone. `episode` = {context, goal, action, outcome, insight, severity} (prefer store_episode).
-        Content up to 1 MiB (keep it under ~8,000 tokens: longer text is embedded truncated).
-        Returns `{memoryId}`. `createdBy` defaults to VP_ORCHESTRATOR.
+        `namespace` is exact (`global`, `project/<name>`, …). `relations` [{targetId, type}] (or
+        `relatesTo`); type `updates` archives the target. `ttl`: ISO 8601 expiry. Returns `{memoryId}`.
         """
         who = app.caller(createdBy, "createdBy")
         ns = store.check_namespace(namespace)
@@ -124,7 +106,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def get_memory(memoryId: str) -> dict[str, Any] | None:
-        """Fetch one memory by id (archived ones too, with isLatest=false); null when unknown or expired."""
+        """Fetch one memory by id (archived ones too, isLatest=false); null when unknown or expired."""
         row = db.read(lambda c: store.get_memory(c, memory_id=memoryId))
         return store.memory_doc(row) if row else None
 
@@ -137,13 +119,9 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List the active memories of a namespace, newest first, optionally of one `type` (or a list).
+        """List the active memories of a namespace (exact or `prefix/*`), newest first; paged.
 
-        `namespace` is exact, or `prefix/*` for every namespace under `prefix/`. Archived
-        (superseded or soft-deleted) memories appear only with `includeSuperseded`; expired never.
-        Paged: `{items, nextCursor?}`; pass `nextCursor` back as `cursor` until it is absent.
-        `limit` default 20, clamped to 1..200; `fields="lite"` = _id, _creationTime, namespace,
-        type, createdBy, preview (first 160 characters).
+        Archived ones only with `includeSuperseded`.
         """
         if namespace is None or namespace == "":
             raise InvalidArgument("namespace is required (exact, or 'prefix/*')")
@@ -155,11 +133,7 @@ def register(app: App) -> None:
 
     @app.tool("destructive")
     def soft_delete_memory(memoryId: str) -> None:
-        """Soft-delete a memory: isLatest=false, gone from lists and searches, kept for audit.
-
-        Returns null. Unknown (or expired) ids are refused with NOT_FOUND. To edit a memory, store the new
-        version with a relation {targetId: old id, type: "updates"} instead.
-        """
+        """Archive a memory (isLatest=false): gone from lists and searches, kept for audit; returns null."""
         db.write(lambda c: store.soft_delete(c, memory_id=memoryId))
 
     @app.tool("read", description=RECALL_TOOL_DESCRIPTION)

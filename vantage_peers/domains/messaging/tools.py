@@ -9,6 +9,7 @@ from pydantic import Field
 from ...app import App, check_name, require_query, require_text
 from ...errors import Forbidden, InvalidArgument, NotFound
 from ...paging import Fields, capped, clamp_limit
+from ..profiles import store as profiles_store
 from . import store
 
 MAX_CONTENT_BYTES = 1_000_000
@@ -28,13 +29,10 @@ def register(app: App) -> None:
         sessionDay: int | None = None,
         tenantId: str | None = None,
     ) -> dict[str, Any]:
-        """Send a message to an orchestrator, several, one instance, or everyone.
+        """Send a message to a role, a comma list, one instance id, or `broadcast`.
 
-        `channel`: a role (`sigma`: every instance of it sees the message), a comma list
-        (`pi,phi`: one receipt each), an instance id (`sigma-vps-01`), or `broadcast` (every
-        orchestrator with a profile except the sender, resolved at send time). `instanceId`
-        targets one instance of the role in `channel`. Returns `{messageId, recipients}`. `from`
-        defaults to VP_ORCHESTRATOR (and `fromInstanceId` to VP_INSTANCE_ID for it).
+        `instanceId` targets one instance of the role. Returns `{messageId, recipients}`, with
+        `warnings` naming recipients that have no profile.
         """
         sender = app.caller(from_, "from")
         check_name(channel, "channel")
@@ -43,12 +41,21 @@ def register(app: App) -> None:
         if target and ("," in channel or channel == store.BROADCAST):
             raise InvalidArgument("instanceId targets one role's instance; it cannot be used with a list or broadcast")
         from_inst = app.instance(fromInstanceId, sender, "fromInstanceId")
-        return db.write(
-            lambda c: store.send_message(
+
+        def send(c):
+            sent = store.send_message(
                 c, sender=sender, channel=channel.strip(), content=text, from_instance_id=from_inst,
                 instance_id=target, session_day=sessionDay, tenant_id=tenantId,
             )
-        )
+            # Still delivered (an agent that registers later finds its backlog), but likely a typo.
+            recipients = store.resolve_recipients(c, sender=sender, channel=channel.strip(), instance_id=target)
+            for recipient in dict.fromkeys(r for r, _ in recipients):
+                warning = profiles_store.unknown_name_warning(c, recipient)
+                if warning:
+                    app.warn(warning)
+            return sent
+
+        return db.write(send)
 
     @app.tool("read")
     def check_messages(
@@ -58,12 +65,9 @@ def register(app: App) -> None:
         since: int | None = None,
         limit: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Fetch your unread messages, oldest first, each with the `receiptId` to pass to mark_as_read.
+        """Fetch your unread messages, oldest first, each with the `receiptId` for mark_as_read.
 
-        Does not mark anything read. `recipientInstanceId` limits to messages for the role plus
-        those aimed at that instance; `tenantId` to one tenant; `since` (Unix ms) to receipts
-        created after it. Returns at most `limit` (default 100, max 500): mark them read to see more.
-        `recipient` defaults to VP_ORCHESTRATOR (and `recipientInstanceId` to VP_INSTANCE_ID for it).
+        Marks nothing read; returns at most `limit` (default 100, max 500).
         """
         who = app.caller(recipient, "recipient")
         inst = app.instance(recipientInstanceId, who, "recipientInstanceId")
@@ -76,19 +80,12 @@ def register(app: App) -> None:
 
     @app.tool("idempotent")
     def mark_as_read(receiptIds: Annotated[list[str], Field(max_length=10_000)]) -> int:
-        """Mark messages read by receipt id (from check_messages); returns how many receipts changed.
-
-        Receipts already read, and unknown ids, are ignored.
-        """
+        """Mark messages read by receipt id (from check_messages); returns how many changed."""
         return db.write(lambda c: store.mark_as_read(c, receipt_ids=receiptIds))
 
     @app.tool("destructive")
     def delete_message(messageId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Delete a message and all its receipts; only the sender or `system` may.
-
-        `callerOrchestrator` defaults to VP_ORCHESTRATOR. Returns `{deleted, receiptsDeleted}`;
-        `deleted` is false when the message does not exist.
-        """
+        """Delete a message and its receipts (sender or `system` only); returns `{deleted, receiptsDeleted}`."""
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
 
         def run(c):
@@ -115,11 +112,7 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List messages newest first, optionally by sender (`from`), `channel` or `sessionDay`.
-
-        Paged: `{items, nextCursor?}`; pass `nextCursor` back as `cursor` until it is absent.
-        `limit` default 20, clamped to 1..200; `fields="lite"` = _id, _creationTime, from, channel, createdAt.
-        """
+        """List messages newest first, optionally by sender (`from`), `channel` or `sessionDay`; paged."""
         return db.read(
             lambda c: store.list_messages(
                 c, sender=from_, channel=channel, session_day=sessionDay, limit=limit, cursor=cursor, fields=fields
@@ -130,8 +123,7 @@ def register(app: App) -> None:
     def list_broadcast_status(messageId: str) -> dict[str, Any]:
         """Show who has read a message and who has not: one entry per receipt (not paged).
 
-        Returns `{messageId, from, channel, createdAt, receipts: [{recipient, recipientInstanceId?, read,
-        readAt?}], readCount, unreadCount}`; an unknown `messageId` is refused with NOT_FOUND.
+        Returns `{messageId, from, channel, createdAt, receipts, readCount, unreadCount}`.
         """
         status = db.read(lambda c: store.broadcast_status(c, message_id=messageId))
         if status is None:
@@ -145,11 +137,7 @@ def register(app: App) -> None:
         from_: Annotated[str | None, Field(alias="from")] = None,
         channel: str | None = None,
     ) -> dict[str, Any]:
-        """Full-text (BM25) search over message content; best matches first, each with a `snippet`.
-
-        Every word must match; operators and punctuation in `query` are treated as plain text.
-        `limit` default 20, max 200. Returns `{items}`, plus `truncated: true` when the hits were cut to fit 50,000 bytes.
-        """
+        """Search message content by keyword (every word must match); best first, each with a `snippet`."""
         size = clamp_limit(limit)
         query = require_query(query)
         return capped(db.read(lambda c: store.search_messages(c, query=query, limit=size, sender=from_,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from ...app import App, check_name, require_text
 from ...db import Connection
@@ -16,7 +16,7 @@ from . import store
 
 MAX_TEXT_BYTES = 200_000
 MAX_MISSION_TASKS = 500
-Status = Annotated[str, Field(description="brainstorm, plan, execute, validate, complete or cancelled")]
+Status = Annotated[str, WithJsonSchema({"type": "string", "enum": list(MISSION_STATUSES)})]
 StatusFilter = Annotated[
     str | list[str] | None,
     Field(description="A mission status, an array of them, or an alias: open = brainstorm+plan+execute+validate, "
@@ -95,10 +95,8 @@ def register(app: App) -> None:
     ) -> str:
         """Create a mission (a tracked group of tasks led by a pilot); returns the new mission id.
 
-        Start in `plan` (`brainstorm` for ideas only). `agents`: participating orchestrators or
-        sub-agent types. `progress` 0-100 is manual. `templateId` records the template name used
-        (lineage only; instantiate_template_into_mission creates the tasks). `createdBy` defaults to
-        VP_ORCHESTRATOR.
+        Start in `plan` (`brainstorm` for ideas only). `progress` 0-100 is manual. `templateId` records
+        lineage only: instantiate_template_into_mission creates the tasks.
         """
         fields = _check({"name": name, "project": project, "status": status, "priority": priority, "pilot": pilot,
                          "agents": agents, "description": description, "brief": brief, "startDate": startDate,
@@ -108,11 +106,9 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def get_mission(missionId: str) -> dict[str, Any] | None:
-        """Fetch a mission with its linked tasks (oldest first) and `taskCounts` by status.
+        """Fetch a mission with its tasks (oldest first) and `taskCounts` by status.
 
-        `taskCounts` = {todo, in_progress, review, blocked, done, cancelled, total}. Returns null
-        when the mission does not exist. Very large missions set `tasksTruncated`; page them with
-        list_tasks_by_mission.
+        A very large mission sets `tasksTruncated`: page with list_tasks_by_mission.
         """
         return db.read(lambda c: mission_view(c, missionId))
 
@@ -126,10 +122,9 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List missions, newest-updated first, by project, pilot or status; paged `{items, nextCursor?}`.
+        """List missions, newest-updated first, by project, pilot or status; paged.
 
-        `limit` default 20, clamped to 1..200; pass `nextCursor` back as `cursor` until absent.
-        `fields="lite"` = _id, _creationTime, name, status, pilot, priority, project.
+        lite: _id, _creationTime, name, status, pilot, priority, project.
         """
         keep = resolve_status_filter(status, statuses=MISSION_STATUSES, aliases=MISSION_ALIASES)
         return db.read(lambda c: store.list_missions(c, project=project, pilot=pilot, statuses=keep,
@@ -144,7 +139,7 @@ def register(app: App) -> None:
         description: str | None = None,
         project: str | None = None,
         brief: str | None = None,
-        status: str | None = None,
+        status: Status | None = None,
         cancelReason: str | None = None,
         priority: str | None = None,
         pilot: str | None = None,
@@ -153,12 +148,9 @@ def register(app: App) -> None:
         targetDate: int | None = None,
         progress: Annotated[float | None, Field(ge=0, le=100)] = None,
     ) -> None:
-        """Partially update a mission: only the fields you pass change.
+        """Partially update a mission; only the fields you pass change; returns null.
 
-        Returns null. Cancel with status="cancelled" + `cancelReason` (creator only; not a complete mission).
-        With `callerOrchestrator`, only the creator or the pilot may update (`system` bypasses).
-        Update `pilot` explicitly on hand-over. `callerOrchestrator` defaults to VP_ORCHESTRATOR; with
-        neither, no RBAC check is made.
+        Creator or pilot only. Cancel: status="cancelled" + `cancelReason` (creator only). Set `pilot` on hand-over.
         """
         fields = _check({"name": name, "description": description, "project": project, "brief": brief,
                          "status": status, "cancelReason": cancelReason, "priority": priority, "pilot": pilot,
@@ -169,9 +161,9 @@ def register(app: App) -> None:
 
     @app.tool("write")
     def update_mission_status(missionId: str, status: Status) -> None:
-        """Set a mission's lifecycle status (brainstorm, plan, execute, validate, complete).
+        """Set a mission's status (brainstorm, plan, execute, validate, complete); returns null.
 
-        Returns null. Aliases are for queries only. To cancel, use update_mission with cancelReason.
+        To cancel, use update_mission with `cancelReason`.
         """
         if status == "cancelled":
             raise InvalidArgument("cancelling needs a reason: use update_mission with status='cancelled' and "
@@ -181,8 +173,5 @@ def register(app: App) -> None:
 
     @app.tool("write")
     def update_mission_progress(missionId: str, progress: Progress) -> None:
-        """Set a mission's manual progress (0-100) and updatedAt in one step.
-
-        Returns null. Progress is never derived from task statuses; update it after milestones.
-        """
+        """Set a mission's manual progress (0-100), never derived from its tasks; returns null."""
         db.write(lambda c: store.set_column(c, mission_id=missionId, column="progress", value=progress))

@@ -143,6 +143,19 @@ def all_orchestrators(conn: Connection) -> list[str]:
     return [r["orchestratorId"] for r in conn.query("SELECT orchestratorId FROM profiles ORDER BY orchestratorId")]
 
 
+def unknown_name_warning(conn: Connection, name: str) -> str | None:
+    """`no profile named 'bbo'; known: bob, carol` when `name` has no profile (nearest names first)."""
+    if conn.scalar("SELECT 1 FROM profiles WHERE orchestratorId = ?", (name,)) is not None:
+        return None
+    import difflib
+
+    known = all_orchestrators(conn)
+    near = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    shown = near + [k for k in known if k not in near]
+    listed = ", ".join(shown[:10]) + (f" … ({len(known)} in all)" if len(known) > 10 else "")
+    return f"no profile named {name!r}; known: {listed or 'none yet'}"
+
+
 def orchestrator_of_instance(conn: Connection, instance_id: str) -> str | None:
     """The orchestrator that runs `instance_id`, when exactly one does."""
     rows = conn.query(

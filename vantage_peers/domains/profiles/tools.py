@@ -17,10 +17,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def get_profile(orchestratorId: str | None = None) -> dict[str, Any] | None:
-        """Return an orchestrator's profile: static identity, dynamic state, summary and instances.
-
-        Returns null when no profile exists. `orchestratorId` defaults to this server's VP_ORCHESTRATOR.
-        """
+        """Return an orchestrator's profile: static identity, dynamic state, summary and instances."""
         who = app.caller(orchestratorId, "orchestratorId")
         return db.read(lambda c: store.get_profile(c, orchestrator_id=who))
 
@@ -32,12 +29,9 @@ def register(app: App) -> None:
         static: StaticProfile | None = None,
         dynamic: DynamicProfile | None = None,
     ) -> dict[str, Any]:
-        """Create or update an orchestrator profile (upsert; only the fields you pass change).
+        """Create or update an orchestrator profile; only the fields you pass change; returns it.
 
-        `static` = {role, workspace, capabilities[]} (keys merge into the stored object);
-        `dynamic` = {currentTask, lastSeen, sessionCount} applies to `instanceId` (or the role).
-        Creating a profile adds the orchestrator to `broadcast` delivery. Returns the profile.
-        `orchestratorId` defaults to VP_ORCHESTRATOR (and `instanceId` to VP_INSTANCE_ID for it).
+        `static` {role, workspace, capabilities} merges; `dynamic` applies to `instanceId` (or the role).
         """
         who = app.caller(orchestratorId, "orchestratorId")
         inst = app.instance(instanceId, who)
@@ -56,12 +50,7 @@ def register(app: App) -> None:
     def set_summary(
         summary: str, orchestratorId: str | None = None, instanceId: str | None = None
     ) -> dict[str, Any]:
-        """Set what this orchestrator instance is working on now; visible to all agents in list_peers.
-
-        Also registers presence (creates the profile if needed and refreshes `lastSeen`).
-        `orchestratorId` defaults to VP_ORCHESTRATOR (and `instanceId` to VP_INSTANCE_ID for it).
-        Returns `{ok, message, orchestratorId, instanceId?, summary, lastSeen}`.
-        """
+        """Say what this instance is working on now (shown by list_peers) and register presence; returns `{ok, lastSeen}`."""
         who = app.caller(orchestratorId, "orchestratorId")
         inst = app.instance(instanceId, who) or ""
         text = require_text(summary, "summary", max_bytes=10_000)
@@ -78,20 +67,12 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def list_peers(limit: int | None = None, cursor: str | None = None, fields: Fields = "full") -> dict[str, Any]:
-        """List every known agent instance with its summary and lastSeen, most recently seen first.
-
-        Paged: `{items, nextCursor?}`; pass `nextCursor` back as `cursor` until it is absent.
-        `limit` default 20, clamped to 1..200; `fields="lite"` returns a compact projection.
-        """
+        """List every known agent instance with its summary and lastSeen, most recently seen first; paged."""
         return db.read(lambda c: store.list_peers(c, limit=limit, cursor=cursor, fields=fields))
 
     @app.tool("read")
     def whoami() -> dict[str, Any]:
-        """Return the orchestrator identity this server acts as (VP_ORCHESTRATOR / VP_INSTANCE_ID).
-
-        When no identity is configured, `orchestratorId` is absent and `configured` is false: pass
-        your id explicitly (`from`, `createdBy`, `callerOrchestrator`) on each call instead.
-        """
+        """Return the identity this server acts as (VP_ORCHESTRATOR / VP_INSTANCE_ID); `configured` false if none."""
         who = app.settings.orchestrator
         if not who:
             return {

@@ -58,49 +58,30 @@ def register(app: App) -> None:
 
     @app.tool("write")
     def start_task(taskId: str, callerOrchestrator: str | None = None) -> None:
-        """Mark a task in_progress and open a work segment (the clock starts).
+        """Mark a task in_progress and open a work segment (the clock starts); returns null.
 
-        Returns null. The first start records `startedAt`; on a task that already carries worked time (paused,
-        blocked, in review) start resumes: `startedAt` is kept and a new segment opens. Refuses when
-        the task already has an open segment (someone is on it: pause_task / complete_task instead),
-        and, with `callerOrchestrator`, when that caller already runs another in_progress task.
-        Dependencies are not enforced. RBAC: creator or assignee (`system` bypasses).
-        `callerOrchestrator` defaults to VP_ORCHESTRATOR; with neither, no RBAC check is made.
+        Refused when someone is on it already, or the caller runs another task.
         """
         caller, now = who(callerOrchestrator), now_ms()
         db.write(lambda c: lifecycle.start_task(c, task_id=taskId, caller=caller, now=now))
 
     @app.tool("write")
     def pause_task(taskId: str, callerOrchestrator: str | None = None) -> None:
-        """Stop the clock without finishing: close the open segment and put the task back to todo, paused.
-
-        It stays reserved to its assignee (checkout_task refuses it). Returns null. Paused is not
-        blocked: nothing stops the work, nobody is on it now. Continue with resume_task. Refuses a
-        task with no open segment. RBAC: creator or assignee. `callerOrchestrator` defaults to
-        VP_ORCHESTRATOR; with neither, no RBAC check is made.
-        """
+        """Stop the clock without finishing: back to todo, paused, still yours; returns null."""
         caller, now = who(callerOrchestrator), now_ms()
         db.write(lambda c: lifecycle.pause_task(c, task_id=taskId, caller=caller, now=now))
 
     @app.tool("write")
     def resume_task(taskId: str, callerOrchestrator: str | None = None) -> None:
-        """Continue a paused task: open a new work segment and set it back to in_progress.
-
-        Returns null. Refuses a task that is not paused. Idle time while paused is never counted.
-        `callerOrchestrator` defaults to VP_ORCHESTRATOR; with neither, no RBAC check is made.
-        """
+        """Continue a paused task: a new work segment opens, status in_progress; returns null."""
         caller, now = who(callerOrchestrator), now_ms()
         db.write(lambda c: lifecycle.resume_task(c, task_id=taskId, caller=caller, now=now))
 
     @app.tool("write")
     def complete_task(taskId: str, completionNote: str | None = None, callerOrchestrator: str | None = None) -> None:
-        """Mark a task done with a mandatory, non-empty `completionNote` (what was done, with proof).
+        """Mark a task done with a non-empty `completionNote` (what was done, with proof); returns null.
 
-        Sets `completedAt`, closes the open segment and sets `actualMinutes` = the sum of the work
-        segments. Refuses when one segment is longer than the configured maximum (default 8 h) and
-        names it. When every task of the task's mission is done, the mission becomes `complete`.
-        A `#NNN` title is linked to GitHub issue NNN when the project has a repo mapping. Returns
-        null. `callerOrchestrator` defaults to VP_ORCHESTRATOR; with neither, no RBAC check is made.
+        A work segment over the maximum (8 h) is refused.
         """
         caller, now = who(callerOrchestrator), now_ms()
         db.write(lambda c: lifecycle.complete_task(c, task_id=taskId, note=completionNote, caller=caller, now=now,
@@ -108,23 +89,13 @@ def register(app: App) -> None:
 
     @app.tool("write")
     def block_task(taskId: str, reason: str, callerOrchestrator: str | None = None) -> None:
-        """Set a task blocked with a reason (stored as `blockedBy`); the clock stops.
-
-        Returns null. Be specific: who you wait on and since when. Unblock with start_task or
-        update_task status="in_progress". `callerOrchestrator` defaults to VP_ORCHESTRATOR; with
-        neither, no RBAC check is made.
-        """
+        """Set a task blocked with a specific reason (who you wait on, since when); returns null."""
         caller, now = who(callerOrchestrator), now_ms()
         db.write(lambda c: lifecycle.block_task(c, task_id=taskId, reason=reason, caller=caller, now=now))
 
     @app.tool("write")
     def add_task_dependency(taskId: str, dependsOn: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Record that `taskId` should not start before task `dependsOn` is done (advisory).
-
-        Refuses unknown ids, self-dependencies and cycles. Returns `{taskId, dependsOn}` with the
-        task's full dependency list. `callerOrchestrator` defaults to VP_ORCHESTRATOR; with neither,
-        no RBAC check is made.
-        """
+        """Record that `taskId` should not start before `dependsOn` is done (advisory; no cycles); returns `{taskId, dependsOn}`."""
         caller, now = who(callerOrchestrator), now_ms()
         deps = db.write(lambda c: lifecycle.add_dependency(c, task_id=taskId, depends_on=dependsOn, caller=caller,
                                                            now=now))
@@ -133,12 +104,9 @@ def register(app: App) -> None:
     @app.tool("write")
     def checkout_task(taskId: str, callerOrchestrator: str | None = None,
                       callerInstance: str | None = None) -> dict[str, Any]:
-        """Atomically claim a todo task: it becomes in_progress and yours; returns `{claimed, reason?}`.
+        """Atomically claim a todo task (it becomes in_progress and yours); returns `{claimed, reason?}`.
 
-        Safe when many agents race from several processes: exactly one gets `claimed: true`.
-        Only todo tasks can be claimed; a paused task is refused (it stays with its owner). A claim
-        opens a work segment, like start_task. `callerOrchestrator` (the new owner) defaults to
-        VP_ORCHESTRATOR, `callerInstance` to VP_INSTANCE_ID.
+        Exactly one of many racing agents wins; a paused task stays with its owner.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
         instance, now = app.instance(callerInstance, caller, "callerInstance"), now_ms()
@@ -152,16 +120,10 @@ def register(app: App) -> None:
         completionNoteTemplate: str | None = None,
         callerOrchestrator: str | None = None,
     ) -> dict[str, Any]:
-        """Bulk-close the tasks matching a filter in one atomic run; a dry run (preview) by default.
+        """Close every task matching a filter in one atomic run; a dry run unless `dryRun: false`.
 
-        `filter` must narrow: `autoGeneratedOnly: true` (createdBy `cron-…` or title
-        `check-messages`) and/or `assignedTo` (else BULK_FILTER_TOO_BROAD). Pass `dryRun: false` to
-        commit; that needs `callerOrchestrator` (BULK_CALLER_REQUIRED), who must be creator or
-        assignee of every matched task unless `system` (else RBAC_DENIED, nothing closed). More than
-        500 matches: a dry run reports `cappedAt: 500`, a live run fails BULK_HARD_CAP_EXCEEDED.
-        Closed tasks get status done and the note template with {{day}}, {{bulkRunId}} and
-        {{executedAt}} filled in. Returns `{count, sampleIds (≤10), bulkRunId, cappedAt? |
-        executedAt}`. `callerOrchestrator` defaults to VP_ORCHESTRATOR.
+        `filter` needs `autoGeneratedOnly` and/or `assignedTo`; a live run needs a caller who created or
+        owns every match. Returns `{count, sampleIds, bulkRunId}`.
         """
         caller = who(callerOrchestrator)
         filt = filter.model_dump(exclude_none=True)
@@ -172,11 +134,9 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def validate_task_payload(tool: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """Dry-run lint of a create_task / update_task / complete_task payload; writes nothing.
+        """Lint a create_task / update_task / complete_task payload without writing anything.
 
-        Runs the same checks the real tool runs (types, enums, sizes, unknown ids, cycles, RBAC,
-        lifecycle state, segment length) and returns every failure with a fix snippet:
-        `{valid, tool, failures: [{field, code, message, fix}]}`. update/complete payloads need `taskId`.
+        Returns `{valid, tool, failures: [{field, code, message, fix}]}`.
         """
         if tool not in LINTED_TOOLS:
             raise InvalidArgument(f"tool must be one of {', '.join(LINTED_TOOLS)}, got {tool!r}")

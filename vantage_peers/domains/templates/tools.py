@@ -29,23 +29,14 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def get_mission_template(name: str) -> dict[str, Any] | None:
-        """Fetch a mission template by name with all its steps; null when none has that name.
-
-        Returns `{_id, name, description, steps: [{title, description, assignedTo?, dependsOn?, tags?}],
-        stepCount, isDefault, createdBy, updatedAt}`. Seeded: issue-resolution-v3 (default),
-        issue-resolution-v2, repo-fix-v1, new-feature-v1, mission-generic-v1 and others
-        (list_mission_templates).
-        """
+        """Fetch a mission template by name with all its steps (e.g. issue-resolution-v3, the default)."""
         return db.read(lambda c: store.get_template(c, name=name))
 
     @app.tool("read")
     def list_mission_templates(
         limit: int | None = None, cursor: str | None = None, fields: Fields = "full"
     ) -> dict[str, Any]:
-        """List mission templates by name; paged `{items, nextCursor?}`.
-
-        `limit` default 20, clamped to 1..200. `fields="lite"` = _id, _creationTime, name, isDefault, stepCount.
-        """
+        """List mission templates by name; paged. lite: _id, _creationTime, name, isDefault, stepCount."""
         return db.read(lambda c: store.list_templates(c, limit=limit, cursor=cursor, fields=fields))
 
     def upsert(name: str, steps: list[TemplateStep], description: str | None, isDefault: bool | None,
@@ -93,12 +84,8 @@ def register(app: App) -> None:
     ) -> dict[str, Any]:
         """Create one task per template step inside an existing mission; returns `{taskIds, count}`.
 
-        Each task gets the mission's id, project and priority; its assignee is the step's `assignedTo`
-        or else the mission pilot. `{{key}}` placeholders in step titles and descriptions are filled
-        from `context` (e.g. {"repo": "vantage-memory", "issueNumber": "255"}); `titlePrefix` (e.g.
-        "IRP-255") is put before every title; step dependsOn indexes become the new task ids.
-        `callerOrchestrator` is recorded as the tasks' creator (default VP_ORCHESTRATOR, else the
-        mission's creator).
+        Assignee: the step's `assignedTo`, else the pilot. `{{key}}` placeholders are filled from
+        `context`; `titlePrefix` (e.g. "IRP-255") goes before every title.
         """
         ctx = dict(context or {})
         if len(ctx) > 100:

@@ -1,0 +1,106 @@
+"""Toolsets through the SDK client: VP_TOOLSETS, enable_toolset, list_changed, TOOLSET_DISABLED."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from conftest import make_settings, open_tools
+from mcp import Client
+
+from vantage_peers import toolsets
+from vantage_peers.errors import InvalidArgument
+from vantage_peers.server import create_app, domain_modules
+from vantage_peers.settings import Settings
+
+
+@pytest.fixture
+def core_app(db_path):
+    app = create_app(make_settings(db_path, toolsets=toolsets.parse_toolsets("core")))
+    yield app
+    app.db.close()
+
+
+def test_every_domain_and_tool_has_a_known_toolset(app):
+    for domain in domain_modules():
+        assert domain in toolsets.DOMAIN_TOOLSETS, f"add {domain} to toolsets.DOMAIN_TOOLSETS"
+    assert set(toolsets.DOMAIN_TOOLSETS.values()) | {toolsets.DEFAULT_TOOLSET} <= set(toolsets.TOOLSETS)
+    assert set(app.toolset_of) == set(app.tool_names)
+    assert toolsets.toolset_for_module("vantage_peers.domains.not_mapped_yet.tools") == toolsets.DEFAULT_TOOLSET
+    for reserved, expected in (("recurring", "automation"), ("github", "github"), ("bundles", "admin"),
+                               ("iframe", "admin")):
+        assert toolsets.toolset_for_module(f"vantage_peers.domains.{reserved}.tools") == expected
+
+
+def test_core_comes_first_in_every_configuration(tools, app):
+    names = list(tools.listed)
+    assert names[:2] == ["list_toolsets", "enable_toolset"]
+    kinds = [app.toolset_of[n] for n in names]
+    last_core = max(i for i, k in enumerate(kinds) if k == "core")
+    assert all(k == "core" for k in kinds[:last_core + 1])
+    assert last_core + 1 <= 40, "core must fit Cursor's 40-tool cap"
+    for name in ("set_summary", "check_messages", "list_tasks", "recall", "send_message", "create_task",
+                 "store_memory"):
+        assert app.toolset_of[name] == "core"
+
+
+def test_vp_toolsets_parsing():
+    assert toolsets.parse_toolsets(None) == ("all",)
+    assert toolsets.parse_toolsets(" Records , missions") == ("core", "records", "missions")
+    with pytest.raises(InvalidArgument, match="unknown toolset"):
+        toolsets.parse_toolsets("core,recrods")
+    assert Settings.from_env({"VP_TOOLSETS": "records"}, dotenv=False).toolsets == ("core", "records")
+
+
+def test_core_lists_only_core_and_a_disabled_tool_names_its_toolset(core_app):
+    with open_tools(core_app) as tools:
+        assert {core_app.toolset_of[n] for n in tools.listed} == {"core"}
+        assert len(tools.listed) == sum(1 for n in core_app.tool_names if core_app.toolset_of[n] == "core")
+        msg = tools.error("create_bu", name="b", description="d", purpose="p", orchestratorId="alice")
+        assert 'TOOLSET_DISABLED' in msg and 'call enable_toolset("records")' in msg
+        assert "no toolset named 'recrods'; did you mean 'records'?" in tools.error("enable_toolset", name="recrods")
+        listed = tools.call("list_toolsets")["items"]
+        assert {t["name"]: t["enabled"] for t in listed}["records"] is False
+        assert "create_bu" in {t["name"]: t for t in listed}["records"]["tools"]
+
+
+def test_enable_toolset_adds_tools_and_notifies_a_modern_client(core_app):
+    async def scenario():
+        async with Client(core_app.mcp) as client:
+            before = {t.name for t in (await client.list_tools()).tools}
+            assert "create_bu" not in before
+            async with client.listen(tools_list_changed=True) as events:
+                result = await client.call_tool("enable_toolset", {"name": "records"})
+                assert not result.is_error
+                with anyio.fail_after(5):
+                    event = await events.__anext__()
+            assert type(event).__name__ == "ToolsListChanged"
+            added = result.structured_content["added"]
+            after = {t.name for t in (await client.list_tools()).tools}
+            assert after == before | set(added) and "create_bu" in after
+            made = await client.call_tool("create_bu", {"name": "b", "description": "d", "purpose": "p",
+                                                        "orchestratorId": "alice", "createdBy": "alice"})
+            assert not made.is_error
+            again = await client.call_tool("enable_toolset", {"name": "records"})
+            assert again.structured_content["added"] == []
+
+    anyio.run(scenario)
+
+
+def test_enable_toolset_notifies_a_handshake_era_client(core_app):
+    async def scenario():
+        seen = []
+
+        async def on_message(message):
+            seen.append(getattr(message, "method", None))
+
+        async with Client(core_app.mcp, mode="legacy", message_handler=on_message) as client:
+            assert client.server_capabilities.tools.list_changed is True
+            assert len((await client.list_tools()).tools) < len(core_app.tool_names)
+            result = await client.call_tool("enable_toolset", {"name": "all"})
+            assert not result.is_error
+            with anyio.fail_after(5):
+                while "notifications/tools/list_changed" not in seen:
+                    await anyio.sleep(0.01)
+            assert len((await client.list_tools()).tools) == len(core_app.tool_names)
+
+    anyio.run(scenario)

@@ -1,0 +1,107 @@
+"""`vantage-peers status`: the shared file at a glance, for a person at a terminal (or `--json`).
+
+Peers with their last seen, unread receipts per recipient, open tasks per assignee and the
+scheduler's jobs (cadence, and which process holds a job's lease right now).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from .settings import Settings
+
+OPEN_TASK_STATUSES = ("todo", "in_progress", "review", "blocked")
+
+
+def collect(app: Any) -> dict[str, Any]:
+    now = int(time.time() * 1000)
+
+    def read(c):
+        peers = [dict(r) for r in c.query(
+            "SELECT orchestratorId, instanceId, summary, currentTask, lastSeen FROM instances "
+            "ORDER BY lastSeen DESC, id DESC LIMIT 200")]
+        unread = [dict(r) for r in c.query(
+            "SELECT recipient, coalesce(recipientInstanceId, '') AS instanceId, count(*) AS unread "
+            "FROM messageReceipts WHERE readAt IS NULL GROUP BY recipient, recipientInstanceId "
+            "ORDER BY unread DESC, recipient")]
+        marks = ",".join("?" * len(OPEN_TASK_STATUSES))
+        rows = c.query(f"SELECT assignedTo, status, count(*) AS n FROM tasks WHERE status IN ({marks}) "
+                       "GROUP BY assignedTo, status", OPEN_TASK_STATUSES)
+        leases = {r["name"]: dict(r) for r in c.query("SELECT name, owner, expiresAt FROM leases")}
+        return peers, unread, rows, leases
+
+    peers, unread, rows, leases = app.db.read(read)
+    tasks: dict[str, dict[str, int]] = {}
+    for r in rows:
+        counts = tasks.setdefault(r["assignedTo"], {s: 0 for s in OPEN_TASK_STATUSES})
+        counts[r["status"]] = r["n"]
+    open_tasks = [{"assignedTo": who, "open": sum(c.values()), **c}
+                  for who, c in sorted(tasks.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))]
+    jobs = []
+    for name, _fn in app.jobs:
+        sched = app.job_schedules.get(name, {})
+        lease = leases.get(f"job:{name}")
+        held = lease is not None and lease["expiresAt"] > now
+        jobs.append({"name": name, "everySeconds": sched.get("every_seconds"), "cron": sched.get("cron"),
+                     "runningBy": lease["owner"] if held else None})
+    return {"database": str(app.settings.db_path), "now": now, "peers": peers, "unread": unread,
+            "openTasks": open_tasks, "jobs": jobs, "tickSeconds": app.settings.tick_seconds}
+
+
+def _ago(now: int, then: int | None) -> str:
+    if not then:
+        return "never"
+    s = max(0, (now - then) // 1000)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size:
+            return f"{s // size}{unit} ago"
+    return f"{s}s ago"
+
+
+def render(data: dict[str, Any]) -> str:
+    now = data["now"]
+    out = [f"database: {data['database']}", "", f"peers ({len(data['peers'])}):"]
+    for p in data["peers"]:
+        who = p["orchestratorId"] + (f"/{p['instanceId']}" if p["instanceId"] else "")
+        doing = f"  {p['summary']}" if p.get("summary") else ""
+        out.append(f"  {who:<32} {_ago(now, p['lastSeen']):>10}{doing[:80]}")
+    if not data["peers"]:
+        out.append("  (none yet: a server started with VP_ORCHESTRATOR registers on its first call)")
+    out += ["", "unread messages:"]
+    for u in data["unread"]:
+        who = u["recipient"] + (f"/{u['instanceId']}" if u["instanceId"] else "")
+        out.append(f"  {who:<32} {u['unread']:>6}")
+    if not data["unread"]:
+        out.append("  (none)")
+    out += ["", "open tasks by assignee:    open   todo  in_progress  review  blocked"]
+    for t in data["openTasks"]:
+        out.append(f"  {t['assignedTo']:<24} {t['open']:>6} {t['todo']:>6} {t['in_progress']:>12} "
+                   f"{t['review']:>7} {t['blocked']:>8}")
+    if not data["openTasks"]:
+        out.append("  (none)")
+    out += ["", f"scheduler jobs (each server process runs them every {data['tickSeconds']:g}s tick "
+                "unless a cadence is shown):"]
+    for j in data["jobs"]:
+        cadence = f"cron {j['cron']}" if j["cron"] else (f"every {j['everySeconds']:g}s" if j["everySeconds"]
+                                                          else "every tick")
+        running = f"  running now in {j['runningBy']}" if j["runningBy"] else ""
+        out.append(f"  {j['name']:<32} {cadence}{running}")
+    if not data["jobs"]:
+        out.append("  (none registered)")
+    return "\n".join(out) + "\n"
+
+
+def run_status(settings: Settings | None = None, *, as_json: bool = False, out=None) -> int:
+    from .server import create_app
+
+    out = out or sys.stdout
+    app = create_app(settings or Settings.from_env())
+    try:
+        data = collect(app)
+    finally:
+        app.db.close()
+    out.write(json.dumps(data, indent=2) + "\n" if as_json else render(data))
+    return 0
