@@ -50,6 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("doctor", help="print the settings in force and check them; exits non-zero on a failed check")
     sub.add_parser("reindex", help="re-embed every memory and fix pattern with the configured model (progress on stderr)")
+    serve = sub.add_parser("serve", help="serve the same tools over streamable HTTP at /mcp (OAuth 2.1 + bearer auth)")
+    serve.add_argument("--host", help="bind address (default HOST or 127.0.0.1; 0.0.0.0 exposes it to the network)")
+    serve.add_argument("--port", type=int, help="port (default PORT or 3000)")
+    serve.add_argument("--no-auth", action="store_true",
+                       help="no authentication (loopback hosts only; local testing)")
+    from .http.token_cli import add_parser as add_token_parser
+
+    add_token_parser(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "doctor":
@@ -58,6 +66,14 @@ def main(argv: list[str] | None = None) -> int:
             return run_doctor()
         if args.command == "reindex":
             return _reindex()
+        if args.command == "serve":
+            from .http.serve import run_serve
+
+            return run_serve(args.host, args.port, no_auth=args.no_auth)
+        if args.command == "token":
+            from .http.token_cli import run_token
+
+            return run_token(args)
         return _run_stdio()
     except KeyboardInterrupt:
         return 130
