@@ -75,6 +75,8 @@ class ScopeGuard:
     def _namespaces(self, p: Principal, tool: str, kwargs: dict[str, Any], read_only: bool) -> None:
         name = p.profile.profile_id
         ns = kwargs.get("namespace")
+        if read_only and not p.profile.read_prefixes:
+            raise ScopeForbidden(f"profile {name} may read no namespace (empty namespaceReadPrefixes)")
         if isinstance(ns, str) and ns not in ("", "*"):
             exact = ns[:-2] if ns.endswith("/*") else ns
             if read_only:
@@ -84,8 +86,6 @@ class ScopeGuard:
                                          f"(namespaceReadPrefixes: {list(p.profile.read_prefixes)})")
             else:
                 self._writable(p, ns)
-        elif read_only and not p.profile.read_prefixes:
-            raise ScopeForbidden(f"profile {name} may read no namespace (empty namespaceReadPrefixes)")
         memory_id = kwargs.get("memoryId")
         if isinstance(memory_id, str):
             target = self._namespace_of(memory_id)
@@ -121,7 +121,7 @@ class ScopeGuard:
     # -- identities -------------------------------------------------------------------------------
     def _identity(self, p: Principal, tool: str, wire: str, value: Any) -> Any:
         name = p.profile.profile_id
-        allowed = p.profile.from_allow_list
+        allowed = tuple(a for a in p.profile.from_allow_list if a != "system")  # system: master only
         if value is None or (isinstance(value, str) and not value.strip()):
             if "*" in allowed:
                 return value
