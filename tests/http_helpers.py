@@ -39,6 +39,7 @@ class Serve:
         self.base = f"http://127.0.0.1:{self.port}"
         self.url = f"{self.base}/mcp"
         self.db = db
+        self.signalled = False
         full = {**os.environ, "VP_DB_PATH": str(db), "VP_SCHEDULER": "off", "BEARER_SECRET_MASTER": MASTER,
                 **(env or {})}
         full.pop("VP_ORCHESTRATOR", None)
@@ -58,9 +59,15 @@ class Serve:
         self.stop()
         raise RuntimeError("serve did not come up: " + self.log.read_text())
 
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+    def terminate(self) -> None:
+        """SIGTERM once (a second one during interpreter exit would kill the process mid-close)."""
+        if not self.signalled and self.proc.poll() is None:
+            self.signalled = True
+            self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self, timeout: float = 30) -> int:
         if self.proc.poll() is None:
-            self.proc.send_signal(sig)
+            self.terminate()
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:

@@ -7,6 +7,7 @@ database closed. Every write is one transaction, so a stop never leaves anything
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from .asgi import LOOPBACK, base_url
@@ -45,6 +46,11 @@ def run_serve(host: str | None = None, port: int | None = None, *, no_auth: bool
         scheduler.start()
     print(f"vantage-peers serve: MCP at {base_url(settings, host, port)}/mcp (bound to {host}:{port}, "
           f"db {settings.db_path})", file=sys.stderr, flush=True)
+    # uvicorn drains on SIGTERM/SIGINT, then re-raises the signal to the handler that was there
+    # before it: make that a no-op (kept to the end: a second signal during the close below must
+    # not kill the process half-way), so the scheduler and the database are closed, exit 0.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
     try:
         config = uvicorn.Config(starlette, host=host, port=port, log_level="warning", lifespan="on",
                                 timeout_graceful_shutdown=GRACE_SECONDS, access_log=False)
