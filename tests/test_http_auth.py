@@ -358,3 +358,8 @@ def test_the_database_holds_no_raw_secret(server):
     for value in secrets_issued:
         assert value not in blob and value.encode() not in raw
     assert sha(pair["access_token"]) in blob and sha(made["client_secret"]) in blob
+
+
+def test_clerk_exchange_without_an_issuer_domain_is_a_500(server):
+    r = server.http("POST", "/issueBearerFromClerk", json={"clerkJwt": "x.y.z", "extId": "e"})
+    assert r.status_code == 500 and r.json() == {"error": "Server misconfigured: CLERK_JWT_ISSUER_DOMAIN not set"}

@@ -2,8 +2,8 @@
 
 The JWT is verified with PyJWT against the JWKS at `<CLERK_JWT_ISSUER_DOMAIN>/.well-known/jwks.json`
 (RS256 only; signature, `iss` and `exp` checked). The extension id must be in `VP_ALLOWED_EXT_IDS`
-(unset = none allowed); each Clerk user gets 5 issuances a minute (counted in the database, so
-every serve process shares the limit). The bearer's hash, its owner and an audit row are written in
+(unset = none allowed); each Clerk user gets 5 issuances in any 60 s (counted from the audit log
+inside the issuing transaction, so every serve process shares the limit). The bearer's hash, its owner and an audit row are written in
 one transaction. The bearer acts under the `clerk-user` scope profile with `{workspaceId}` = the
 Clerk user id (default: read/write `workspace/<id>`, read `global`, act as `<id>`).
 """
@@ -88,7 +88,8 @@ class ClerkExchange:
 
         def issue(conn: Any) -> int | None:
             now = now_ms()
-            if store.hit_rate_limit(conn, f"clerk:{user_id}", now=now) > RATE_PER_MINUTE:
+            # BEGIN IMMEDIATE serializes issuers across processes: the count and the insert agree.
+            if store.issued_recently(conn, user_id, now=now) >= RATE_PER_MINUTE:
                 return None
             expires = now + TTL_7_DAYS
             conn.execute("INSERT INTO userBearerTokens (tokenHash, clerkUserId, workspaceId, userName, extId, "

@@ -151,10 +151,7 @@ def get_user_bearer(conn: Connection, token_hash: str, *, now: int) -> dict[str,
                     (token_hash, now))
 
 
-def hit_rate_limit(conn: Connection, bucket: str, *, now: int, window_ms: int = 60_000) -> int:
-    """Count one hit in the current fixed window; returns the hits so far (this one included)."""
-    start = now - now % window_ms
-    conn.execute("DELETE FROM http_rate_limits WHERE windowStart < ?", (start - window_ms,))
-    return int(conn.scalar(
-        "INSERT INTO http_rate_limits (bucket, windowStart, hits) VALUES (?, ?, 1) "
-        "ON CONFLICT (bucket, windowStart) DO UPDATE SET hits = hits + 1 RETURNING hits", (bucket, start)))
+def issued_recently(conn: Connection, clerk_user_id: str, *, now: int, window_ms: int = 60_000) -> int:
+    """Bearers issued to this Clerk user in the sliding window (read inside the issuing transaction)."""
+    return int(conn.scalar("SELECT count(*) FROM credentialsAuditLog WHERE clerkUserId = ? AND issuedAt > ?",
+                           (clerk_user_id, now - window_ms)))

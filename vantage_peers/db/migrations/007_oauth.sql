@@ -1,6 +1,7 @@
 -- Version 7: HTTP auth for `vantage-peers serve` — OAuth clients, scope profiles, authorization
--- requests and codes, access and refresh tokens, Clerk-issued user bearers, their audit log and
--- rate-limit window. Every secret (client secret, code, token) is stored as its SHA-256 hex only.
+-- requests and codes, access and refresh tokens, Clerk-issued user bearers and their audit log
+-- (which also paces issuance: 5 a minute per Clerk user). Every secret (client secret, code,
+-- token) is stored as its SHA-256 hex only.
 CREATE TABLE oauth_scope_profiles (
     profileId              TEXT PRIMARY KEY,
     description            TEXT NOT NULL DEFAULT '',
@@ -95,12 +96,4 @@ CREATE TABLE credentialsAuditLog (
     ip                TEXT,
     userAgent         TEXT
 );
-
--- Fixed one-minute windows per key (`clerk:<user id>`); the count is bumped by an upsert, so
--- several serve processes on one file share the limit.
-CREATE TABLE http_rate_limits (
-    bucket            TEXT NOT NULL,
-    windowStart       INTEGER NOT NULL,
-    hits              INTEGER NOT NULL,
-    PRIMARY KEY (bucket, windowStart)
-);
+CREATE INDEX credentialsAuditLog_by_user ON credentialsAuditLog (clerkUserId, issuedAt);
