@@ -59,12 +59,7 @@ def create_client(db: Database, *, name: str, profile: str, redirect_uris: list[
     from .provider import SqliteOAuthProvider
 
     provider = SqliteOAuthProvider(db, base_url="", access_ttl_s=0, refresh_ttl_s=0)
-    try:
-        db.write(lambda c: provider.create_client_sync(c, info, profile, via))
-    except VantageError:
-        raise
-    except Exception as exc:  # RegistrationError (master) — one clear line
-        raise VantageError(getattr(exc, "error_description", None) or str(exc), code="SCOPE_VIOLATION") from None
+    db.write(lambda c: provider.create_client_sync(c, info, profile, via))
     return {"client_id": info.client_id, "client_secret": secret, "client_name": info.client_name,
             "scope_profile": profile, "grant_types": grants, "redirect_uris": redirect_uris or []}
 

@@ -25,6 +25,7 @@ from mcp.server.auth.provider import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from ..db import Database
+from ..errors import VantageError
 from ..ids import new_id, now_ms
 from . import profiles, store
 from .principal import Principal
@@ -96,8 +97,9 @@ class SqliteOAuthProvider:
     def create_client_sync(self, conn: Any, info: OAuthClientInformationFull, profile: str, via: str) -> None:
         """Operator path (admin API, CLI): any existing profile except master."""
         if profile == profiles.MASTER:
-            raise RegistrationError("invalid_client_metadata",
-                                    "ScopeViolation: master belongs to BEARER_SECRET_MASTER only")
+            # (RegistrationError is a frozen dataclass: it cannot travel through db.write's rollback.)
+            raise VantageError("ScopeViolation: master belongs to BEARER_SECRET_MASTER only",
+                               code="SCOPE_VIOLATION")
         profiles.require(conn, profile)
         self._insert(conn, info, profile, via)
 
