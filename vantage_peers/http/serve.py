@@ -7,6 +7,7 @@ database closed. Every write is one transaction, so a stop never leaves anything
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 
@@ -37,6 +38,7 @@ def run_serve(host: str | None = None, port: int | None = None, *, no_auth: bool
               "and export it (or pass --no-auth on a loopback host for local testing).", file=sys.stderr)
         return 2
     app = create_app(settings)
+    logging.getLogger("mcp").setLevel(logging.WARNING)  # not one INFO line per stateless request
     starlette = build_http_app(app, host=host, port=port, no_auth=no_auth)
     scheduler = None
     if settings.scheduler:
