@@ -112,6 +112,7 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
                                     host=host, stateless_http=True, json_response=True)
     endpoint = next(r.endpoint for r in inner.routes if getattr(r, "path", None) == "/mcp")
     guard.install(app)
+    guard.install_resources(mcp)
 
     async def health(_: Request) -> Response:
         return JSONResponse(health_body())

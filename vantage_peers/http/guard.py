@@ -145,3 +145,20 @@ def install(app: Any) -> ScopeGuard:
     guard = ScopeGuard(app)
     app.add_guard(guard)
     return guard
+
+
+def install_resources(mcp: Any) -> None:
+    """Resource reads over HTTP: the same identity rule as shared-record tools (memory rows a
+    resource renders are narrowed by the store's namespace filter like any list)."""
+    from mcp.server.mcpserver.exceptions import ResourceError
+
+    original = mcp.read_resource
+
+    async def read_resource(uri: Any, context: Any = None) -> Any:
+        p = current()
+        if p is not None and not p.is_master and not p.profile.from_allow_list:
+            raise ResourceError(f"FORBIDDEN: profile {p.profile.profile_id} has no orchestrator identity "
+                                f"(empty fromAllowList): resource {uri} is refused")
+        return await original(uri, context)
+
+    mcp.read_resource = read_resource  # MCPServer's resources/read handler calls this public method
