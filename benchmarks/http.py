@@ -2,9 +2,13 @@
 
 - per-call latency p50/p95 of send_message and recall, sequential, through the SDK client on both
   transports (streamable HTTP with the master bearer; stdio to the console script);
+- the same as plain JSON-RPC (one keep-alive HTTP connection / the stdio pipes): what the server
+  and transport cost without the SDK client's own overhead;
 - aggregate throughput with 8 concurrent HTTP clients (each its own connection, alternating
   send_message and recall, plain JSON-RPC POSTs as curl or a gateway would send them), spread over
-  2 client processes so the load generator is not the bottleneck; zero loss checked by counting rows.
+  2 client processes so the load generator is not the bottleneck, against 1 and then 2 serve
+  processes on the same file (the stateless transport scales out that way); zero loss checked by
+  counting rows.
 
 Usage: uv run python benchmarks/http.py [--calls 200] [--seconds 10]
 Targets: HTTP p50 <= 2x stdio p50; >= 500 calls/s aggregate on 2 cores.
@@ -64,6 +68,71 @@ async def _latency(client, calls: int) -> dict[str, list[float]]:
     return out
 
 
+def _raw_http(url: str, calls: int) -> dict[str, list[float]]:
+    """Plain JSON-RPC POSTs on one keep-alive connection: the server's own per-call cost."""
+    import httpx2
+
+    out: dict[str, list[float]] = {"send_message": [], "recall": []}
+    headers = {"Authorization": f"Bearer {MASTER}", "Accept": "application/json, text/event-stream"}
+    with httpx2.Client(headers=headers, timeout=30) as http:
+        for i in range(calls):
+            for tool, arguments in _CALLS:
+                t = time.perf_counter()
+                r = http.post(url, json={"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                         "params": {"name": tool, "arguments": arguments}})
+                out[tool].append(time.perf_counter() - t)
+                assert r.status_code == 200 and '"isError":false' in r.text.replace(" ", "")
+    return out
+
+
+def _raw_stdio(db: Path, workdir: Path, calls: int) -> dict[str, list[float]]:
+    """The same JSON-RPC lines over a stdio server's pipes."""
+    import json
+
+    proc = subprocess.Popen([_script()], env=_env(db), cwd=workdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, bufsize=1)
+
+    def rpc(message: dict) -> dict | None:
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        if "id" not in message:
+            return None
+        while True:
+            reply = json.loads(proc.stdout.readline())
+            if reply.get("id") == message["id"]:
+                return reply
+
+    rpc({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+    rpc({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    out: dict[str, list[float]] = {"send_message": [], "recall": []}
+    try:
+        for i in range(calls):
+            for tool, arguments in _CALLS:
+                t = time.perf_counter()
+                reply = rpc({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+                             "params": {"name": tool, "arguments": arguments}})
+                out[tool].append(time.perf_counter() - t)
+                assert reply and not reply["result"].get("isError")
+    finally:
+        proc.stdin.close()
+        proc.wait(30)
+    return out
+
+
+_CALLS = (("send_message", {"channel": "bob", "content": "raw", "from": "alice"}),
+          ("recall", {"query": "latency transports", "namespace": "project/bench"}))
+
+
+def _report(title: str, http_lat: dict[str, list[float]], stdio_lat: dict[str, list[float]]) -> None:
+    print(title)
+    for tool in ("send_message", "recall"):
+        h50, h95 = _pct(http_lat[tool], 0.5), _pct(http_lat[tool], 0.95)
+        s50, s95 = _pct(stdio_lat[tool], 0.5), _pct(stdio_lat[tool], 0.95)
+        print(f"  {tool:13s} http p50 {h50:6.2f} p95 {h95:6.2f} | stdio p50 {s50:6.2f} p95 {s95:6.2f} "
+              f"| http/stdio p50 = {h50 / s50:.2f}x")
+
+
 def _load(url: str, clients: int, seconds: float, start_at: float, out) -> None:
     import anyio
     import httpx2
@@ -98,6 +167,52 @@ def _load(url: str, clients: int, seconds: float, start_at: float, out) -> None:
     out.put(counts)
 
 
+def _start_serve(db: Path, workdir: Path) -> tuple[subprocess.Popen, str]:
+    import httpx2
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([_script(), "serve", "--port", str(port)], env=_env(db), cwd=workdir,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        try:
+            if httpx2.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                break
+        except httpx2.HTTPError:
+            time.sleep(0.1)
+    return proc, f"http://127.0.0.1:{port}/mcp"
+
+
+def _throughput(db: Path, urls: list[str], seconds: float) -> None:
+    import apsw
+
+    def count() -> int:
+        conn = apsw.Connection(str(db))
+        n = conn.execute("SELECT count(*) FROM messages").fetchall()[0][0]
+        conn.close()
+        return n
+
+    before = count()
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    start_at = time.time() + 3
+    # 8 clients in 2 load processes; with 2 servers each load process talks to its own server.
+    procs = [ctx.Process(target=_load, args=(urls[i % len(urls)], 4, seconds, start_at, out)) for i in range(2)]
+    for p in procs:
+        p.start()
+    results = [out.get() for _ in procs]
+    for p in procs:
+        p.join()
+    ok = sum(r["ok"] for r in results)
+    sent = sum(r["sent"] for r in results)
+    errors = sum(r["errors"] for r in results)
+    stored = count() - before
+    print(f"throughput, 8 concurrent HTTP clients, {len(urls)} serve process(es) on one file, {seconds:.0f}s: "
+          f"{ok / seconds:.0f} calls/s ({ok} ok, {errors} errors); messages sent {sent}, stored {stored} "
+          f"({'no loss' if stored == sent else 'MISMATCH'})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200)
@@ -111,20 +226,9 @@ def main() -> None:
 
     workdir = Path(tempfile.mkdtemp())
     db = workdir / "bench.db"
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/mcp"
-    serve = subprocess.Popen([_script(), "serve", "--port", str(port)], env=_env(db), cwd=workdir,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    servers = [_start_serve(db, workdir)]
+    url = servers[0][1]
     try:
-        for _ in range(300):
-            try:
-                if httpx2.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                time.sleep(0.1)
-
         async def over_http():
             async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {MASTER}"}, timeout=30) as http,
                         Client(streamable_http_client(url, http_client=http)) as client):
@@ -137,41 +241,17 @@ def main() -> None:
 
         http_lat = anyio.run(over_http)
         stdio_lat = anyio.run(over_stdio)
-        print(f"latency over {args.calls} sequential calls each (SDK client), ms:")
-        for tool in ("send_message", "recall"):
-            h50, h95 = _pct(http_lat[tool], 0.5), _pct(http_lat[tool], 0.95)
-            s50, s95 = _pct(stdio_lat[tool], 0.5), _pct(stdio_lat[tool], 0.95)
-            print(f"  {tool:13s} http p50 {h50:6.2f} p95 {h95:6.2f} | stdio p50 {s50:6.2f} p95 {s95:6.2f} "
-                  f"| http/stdio p50 = {h50 / s50:.2f}x")
-
-        import apsw
-
-        def count() -> int:
-            conn = apsw.Connection(str(db))
-            n = conn.execute("SELECT count(*) FROM messages").fetchall()[0][0]
-            conn.close()
-            return n
-
-        before = count()
-        ctx = mp.get_context("spawn")
-        out = ctx.Queue()
-        start_at = time.time() + 3
-        procs = [ctx.Process(target=_load, args=(url, 4, args.seconds, start_at, out)) for _ in range(2)]
-        for p in procs:
-            p.start()
-        results = [out.get() for _ in procs]
-        for p in procs:
-            p.join()
-        ok = sum(r["ok"] for r in results)
-        sent = sum(r["sent"] for r in results)
-        errors = sum(r["errors"] for r in results)
-        stored = count() - before
-        print(f"throughput, 8 concurrent HTTP clients for {args.seconds:.0f}s: {ok / args.seconds:.0f} calls/s "
-              f"({ok} ok, {errors} errors); messages sent {sent}, stored {stored} "
-              f"({'no loss' if stored == sent else 'MISMATCH'})")
+        _report(f"latency, {args.calls} sequential calls per tool through the MCP SDK client, ms:", http_lat, stdio_lat)
+        _report(f"latency, {args.calls} sequential plain JSON-RPC calls per tool (server + transport only), ms:",
+                _raw_http(url, args.calls), _raw_stdio(db, workdir, args.calls))
+        _throughput(db, [url], args.seconds)
+        servers.append(_start_serve(db, workdir))
+        _throughput(db, [u for _, u in servers], args.seconds)
     finally:
-        serve.send_signal(signal.SIGTERM)
-        serve.wait(30)
+        for proc, _ in servers:
+            proc.send_signal(signal.SIGTERM)
+        for proc, _ in servers:
+            proc.wait(30)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
