@@ -177,19 +177,21 @@ def test_full_oauth_flow_with_the_sdk_client_provider(server):
     listed_clients = server.master("GET", "/admin/oauth/clients").json()["items"]
     assert [c["scopeProfile"] for c in listed_clients if c["clientId"] == client_id] == ["client-generic"]
 
-    # Refresh rotates: the new pair works, the old refresh token is refused and revokes the grant.
+    # Refresh through the SDK provider itself: mark its access token expired, call again.
     old = storage.tokens
+    provider.context.token_expiry_time = time.time() - 1
+    again = anyio.run(mcp_session, server.url, None, lambda c: c.call_tool("whoami", {}), provider)
+    assert not again.is_error
+    new = storage.tokens
+    assert new.refresh_token != old.refresh_token and new.access_token != old.access_token
+    # The rotated (old) refresh token is refused, and presenting it revokes the whole grant.
     form = {"grant_type": "refresh_token", "refresh_token": old.refresh_token, "client_id": client_id,
             "client_secret": storage.client.client_secret}
-    fresh = server.http("POST", "/oauth/token", data=form)
-    assert fresh.status_code == 200, fresh.text
-    new = fresh.json()
-    assert new["refresh_token"] != old.refresh_token and new["access_token"] != old.access_token
-    assert not server.mcp(new["access_token"], lambda c: c.call_tool("whoami", {})).is_error
     replay = server.http("POST", "/oauth/token", data=form)
     assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
-    r = server.http("POST", "/mcp", headers={"Authorization": f"Bearer {new['access_token']}"}, json={})
+    r = server.http("POST", "/mcp", headers={"Authorization": f"Bearer {new.access_token}"}, json={})
     assert r.status_code == 401, "a replayed refresh token revokes its whole grant"
+    assert server.http("POST", "/oauth/token", data={**form, "refresh_token": new.refresh_token}).status_code == 400
 
     # Revoke (RFC 7009) a fresh grant's access token: it stops working at once.
     verifier, challenge = pkce()
