@@ -88,6 +88,18 @@ def build_parser() -> argparse.ArgumentParser:
     status = command(sub, "status", "show peers and their last seen, unread messages, open tasks and scheduler jobs",
                      example="vantage-peers status --json | jq .unread", settings="VP_TICK_SECONDS")
     status.add_argument("--json", action="store_true", help="print one JSON object (for scripts)")
+    serve = command(sub, "serve", "serve the same tools over streamable HTTP at /mcp (OAuth 2.1 + bearer auth)",
+                    example="BEARER_SECRET_MASTER=$(openssl rand -hex 32) vantage-peers serve --port 3000",
+                    settings="HOST, PORT, PUBLIC_BASE_URL, BEARER_SECRET_MASTER, VP_ACCESS_TOKEN_TTL_SECONDS, "
+                             "VP_REFRESH_TOKEN_TTL_SECONDS, CLERK_JWT_ISSUER_DOMAIN, VP_ALLOWED_EXT_IDS, "
+                             "GITHUB_WEBHOOK_SECRET, and every server setting")
+    serve.add_argument("--host", help="bind address (default HOST or 127.0.0.1; 0.0.0.0 exposes it to the network)")
+    serve.add_argument("--port", type=int, help="port (default PORT or 3000)")
+    serve.add_argument("--no-auth", action="store_true",
+                       help="no authentication (loopback hosts only; local testing)")
+    from .http.token_cli import add_parser as add_token_parser
+
+    add_token_parser(sub)
     from .domains.bundles.cli import add_commands as bundle_commands  # export, import, backup, restore
 
     parser.vp_handlers = bundle_commands(sub)  # type: ignore[attr-defined]
@@ -114,6 +126,14 @@ def main(argv: list[str] | None = None) -> int:
             return run_status(as_json=args.json)
         if args.command in handlers:
             return handlers[args.command](args)
+        if args.command == "serve":
+            from .http.serve import run_serve
+
+            return run_serve(args.host, args.port, no_auth=args.no_auth)
+        if args.command == "token":
+            from .http.token_cli import run_token
+
+            return run_token(args)
         return _run_stdio()
     except KeyboardInterrupt:
         return 130

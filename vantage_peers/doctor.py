@@ -174,6 +174,14 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
     except Exception as exc:  # noqa: BLE001
         fail("embeddings", str(exc))
 
+    from .http.doctor import doctor_checks as http_checks
+
+    for status, label, detail in http_checks(settings):
+        if status == "FAIL":
+            fail(label, detail)
+        else:
+            line(status, label, detail)
+
     try:
         from .domains.github.doctor import doctor_checks as github_checks
 

@@ -61,6 +61,7 @@ class Settings(BaseModel):
     # Presence refresh is throttled so that a burst of calls costs one write, not one per call.
     presence_interval_seconds: float = 5.0
     # HTTP / GitHub (used by `serve`).
+    host: str = "127.0.0.1"  # HOST; 0.0.0.0 only when asked (see README "Remote teams / HTTP")
     port: int = 3000
     public_base_url: str | None = None
     bearer_secret_master: str | None = None
@@ -68,6 +69,10 @@ class Settings(BaseModel):
     github_webhook_secret: str | None = None
     github_api_url: str = "https://api.github.com"  # GitHub Enterprise: https://<host>/api/v3
     github_retry_seconds: float = 30.0  # first outbox retry delay, doubled per attempt (max 1 h)
+    access_token_ttl_seconds: int = 3600  # VP_ACCESS_TOKEN_TTL_SECONDS (OAuth access tokens)
+    refresh_token_ttl_seconds: int = 30 * 24 * 3600  # VP_REFRESH_TOKEN_TTL_SECONDS
+    clerk_jwt_issuer_domain: str | None = None
+    allowed_ext_ids: tuple[str, ...] = ()  # VP_ALLOWED_EXT_IDS, comma-separated; unset = none
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, dotenv: bool = True) -> Settings:
@@ -102,6 +107,9 @@ class Settings(BaseModel):
             "bearer_secret_master": get("BEARER_SECRET_MASTER"),
             "github_token": get("GITHUB_TOKEN"),
             "github_webhook_secret": get("GITHUB_WEBHOOK_SECRET"),
+            "host": get("HOST") or "127.0.0.1",
+            "clerk_jwt_issuer_domain": get("CLERK_JWT_ISSUER_DOMAIN"),
+            "allowed_ext_ids": tuple(x.strip() for x in (get("VP_ALLOWED_EXT_IDS") or "").split(",") if x.strip()),
         }
         if get("GITHUB_API_URL"):
             data["github_api_url"] = get("GITHUB_API_URL")
@@ -117,6 +125,8 @@ class Settings(BaseModel):
             ("VP_PRESENCE_INTERVAL_SECONDS", "presence_interval_seconds", float),
             ("PORT", "port", int),
             ("VP_GITHUB_RETRY_SECONDS", "github_retry_seconds", float),
+            ("VP_ACCESS_TOKEN_TTL_SECONDS", "access_token_ttl_seconds", int),
+            ("VP_REFRESH_TOKEN_TTL_SECONDS", "refresh_token_ttl_seconds", int),
         ):
             raw = get(env_name)
             if raw is not None:

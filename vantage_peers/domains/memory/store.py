@@ -56,11 +56,19 @@ def scope_of(value: str | None, field: str = "namespace") -> Scope | None:
 
 def scope_sql(scope: Scope | None, column: str = "namespace") -> tuple[list[str], list[Any]]:
     if scope is None:
-        return [], []
-    if scope.kind == "exact":
-        return [f"{column} = ?"], [scope.value]
-    low, high = scope.bounds()
-    return [f"{column} >= ? AND {column} < ?"], [low, high]
+        where, params = [], []
+    elif scope.kind == "exact":
+        where, params = [f"{column} = ?"], [scope.value]
+    else:
+        low, high = scope.bounds()
+        where, params = [f"{column} >= ? AND {column} < ?"], [low, high]
+    # Over HTTP a scoped token sees only its namespaceReadPrefixes (issue 11; none on stdio).
+    from ...http.principal import namespace_read_filter
+
+    allowed = namespace_read_filter(column)
+    if allowed is not None:
+        where, params = [*where, allowed[0]], [*params, *allowed[1]]
+    return where, params
 
 
 # -- values ---------------------------------------------------------------------------------------

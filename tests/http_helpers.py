@@ -1,0 +1,121 @@
+"""A real `vantage-peers serve` subprocess on a free loopback port, and SDK clients that talk to it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+MASTER = "a3" * 32  # 64 hex, as `openssl rand -hex 32` prints
+
+
+def script() -> str:
+    local = Path(sys.executable).parent / "vantage-peers"
+    return str(local) if local.exists() else shutil.which("vantage-peers")  # type: ignore[return-value]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Serve:
+    def __init__(self, db: Path, *, env: dict[str, str] | None = None, args: list[str] | None = None) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.url = f"{self.base}/mcp"
+        self.db = db
+        self.signalled = False
+        full = {**os.environ, "VP_DB_PATH": str(db), "VP_SCHEDULER": "off", "BEARER_SECRET_MASTER": MASTER,
+                **(env or {})}
+        full.pop("VP_ORCHESTRATOR", None)
+        self.log = db.parent / f"serve-{self.port}.log"
+        self._log = open(self.log, "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen([script(), "serve", "--port", str(self.port), *(args or [])], env=full,
+                                     cwd=db.parent, stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"serve exited {self.proc.returncode}: {self.log.read_text()}")
+            try:
+                if httpx2.get(f"{self.base}/health", timeout=1).status_code == 200:
+                    return
+            except httpx2.HTTPError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("serve did not come up: " + self.log.read_text())
+
+    def terminate(self) -> None:
+        """SIGTERM once (a second one during interpreter exit would kill the process mid-close)."""
+        if not self.signalled and self.proc.poll() is None:
+            self.signalled = True
+            self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self, timeout: float = 30) -> int:
+        if self.proc.poll() is None:
+            self.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._log.close()
+        return self.proc.returncode
+
+    def http(self, method: str, path: str, **kw: Any) -> httpx2.Response:
+        return httpx2.request(method, self.base + path, timeout=30, **kw)
+
+    def master(self, method: str, path: str, **kw: Any) -> httpx2.Response:
+        headers = {"Authorization": f"Bearer {MASTER}", **kw.pop("headers", {})}
+        return self.http(method, path, headers=headers, **kw)
+
+    def mcp(self, token: str | None, fn: Any) -> Any:
+        """Run `await fn(client)` with an SDK streamable HTTP client carrying `token`."""
+        return anyio.run(mcp_session, self.url, token, fn)
+
+
+@contextlib.contextmanager
+def serving(db: Path, **kw: Any) -> Iterator[Serve]:
+    server = Serve(db, **kw)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def mcp_session(url: str, token: str | None, fn: Any, auth: Any = None) -> Any:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with (httpx2.AsyncClient(headers=headers, auth=auth, timeout=30) as http,
+                Client(streamable_http_client(url, http_client=http)) as client):
+        return await fn(client)
+
+
+def text(result: Any) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+def client_credentials_token(server: Serve, client_id: str, secret: str) -> str:
+    r = server.http("POST", "/oauth/token", data={"grant_type": "client_credentials", "client_id": client_id,
+                                                 "client_secret": secret})
+    assert r.status_code == 200, r.text
+    return r.json()["access_token"]
+
+
+def make_client(server: Serve, profile: str, name: str = "agent", **extra: Any) -> dict[str, Any]:
+    r = server.master("POST", "/admin/oauth/clients", json={"name": name, "scopeProfile": profile, **extra})
+    assert r.status_code == 201, r.text
+    return r.json()

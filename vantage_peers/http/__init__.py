@@ -1,0 +1,8 @@
+"""`vantage-peers serve`: the same MCP tools over streamable HTTP, with OAuth 2.1 and bearer auth.
+
+Modules: `tokens` (token minting and hashing), `profiles` (scope profiles), `store` (SQL of the
+OAuth tables), `provider` (the SDK's `OAuthAuthorizationServerProvider` and `TokenVerifier` on
+SQLite), `handlers` (where the SDK's endpoints are extended), `consent` (the approve/deny page),
+`principal` + `guard` (scope enforcement on every tool call), `admin`, `clerk`, `asgi` (the app
+factory), `serve` and `token_cli` (the subcommands), `doctor` (HTTP checks).
+"""
