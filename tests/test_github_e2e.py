@@ -3,21 +3,20 @@ with their schedulers on, one SQLite file, a flaky fake GitHub on loopback.
 
 issues.opened → issue row + mission + exactly one "Investigating" comment; completing the T6, T8 and
 T11 tasks over stdio → exactly three more; every comment first fails twice with a 500.
-(The HTTP processes run tests/github_serve.py, which serves `app.routes` like `vantage-peers serve`.)
+(The HTTP processes are the real `vantage-peers serve`, which mounts the webhook from `app.routes`.)
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import anyio
 from conftest import make_settings
 from github_helpers import SECRET, TOKEN, FakeGitHub, deliver, issues_event, wait_for
+from http_helpers import Serve
 from mcp import Client, StdioServerParameters
 
 from vantage_peers.domains.github import mappings
@@ -45,15 +44,11 @@ def test_webhook_to_comments_exactly_once_across_processes(tmp_path):
            "GITHUB_WEBHOOK_SECRET": SECRET, "VP_SCHEDULER": "on", "VP_TICK_SECONDS": "0.3",
            "VP_GITHUB_RETRY_SECONDS": "0.1", "VP_EMBEDDINGS": "none"}
     env.pop("VP_ORCHESTRATOR", None)
-    procs, urls = [], []
+    procs: list[Serve] = []
     try:
-        for i in range(2):
-            port_file = tmp_path / f"port{i}"
-            procs.append(subprocess.Popen([sys.executable, str(HERE / "github_serve.py"), str(port_file)], env=env,
-                                          cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-            urls.append(port_file)
-        urls = [f"http://127.0.0.1:{wait_for(lambda p=p: p.exists() and p.read_text(), 60, what='serve port')}"
-                for p in urls]
+        for _ in range(2):
+            procs.append(Serve(db_path, env=env))
+        urls = [p.base for p in procs]
         params = StdioServerParameters(command=_script(), args=[], env=env, cwd=str(tmp_path))
 
         async def main():
@@ -99,13 +94,10 @@ def test_webhook_to_comments_exactly_once_across_processes(tmp_path):
         assert [r["status"] for r in rows] == ["sent"] * 4 and all(r["attempts"] == 3 for r in rows)
     finally:
         for p in procs:
-            p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
+            p.terminate()
+        codes = [p.stop() for p in procs]
         github.stop()
     for p in procs:
-        err = p.stderr.read().decode() if p.stderr else ""
-        assert "Traceback" not in err, err
+        log = p.log.read_text()
+        assert "Traceback" not in log, log
+    assert codes == [0, 0]
