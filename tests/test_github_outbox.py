@@ -290,7 +290,7 @@ def test_doctor_says_whether_github_calls_can_be_sent(db_path, github):
     out = io.StringIO()
     run_doctor(make_settings(db_path, github_token=TOKEN, github_api_url=github.url, github_webhook_secret="s"),
                out=out)
-    assert f"GITHUB_TOKEN set; API {github.url}" in out.getvalue() and "***set***" in out.getvalue()
+    assert f"GITHUB_TOKEN set; API {github.url}" in out.getvalue() and "GITHUB_TOKEN = set" in out.getvalue()
 
 
 def test_log_entries_with_odd_values_are_parsed_safely():

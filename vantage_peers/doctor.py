@@ -66,10 +66,12 @@ SHOWN_SETTINGS: tuple[tuple[str, str, str | None], ...] = (
     ("max_segment_minutes", "VP_MAX_SEGMENT_MINUTES", None),
     ("presence_interval_seconds", "VP_PRESENCE_INTERVAL_SECONDS", None),
     ("emit_ui_markers", "VP_EMIT_UI_MARKERS", "vantage_peers.ui"),
+    ("host", "HOST", "vantage_peers.http"),
     ("port", "PORT", "vantage_peers.http"),
     ("public_base_url", "PUBLIC_BASE_URL", "vantage_peers.http"),
     ("bearer_secret_master", "BEARER_SECRET_MASTER", "vantage_peers.http"),
     ("github_token", "GITHUB_TOKEN", "vantage_peers.domains.github"),
+    ("github_api_url", "GITHUB_API_URL", "vantage_peers.domains.github"),
     ("github_webhook_secret", "GITHUB_WEBHOOK_SECRET", "vantage_peers.domains.github"),
 )
 SECRETS = {"openai_api_key", "bearer_secret_master", "github_token", "github_webhook_secret"}
