@@ -7,7 +7,9 @@ from typing import Any
 from ...db import Connection, Row
 from ...ids import new_id, now_ms
 from ...paging import equals, keyset_page, to_doc
-from ...search.fts import fts_query, ranked, snippet_sql
+from ...search import budget
+from ...search.fts import fts_query, ranked
+from ...search.snippets import add_snippets
 from ..profiles import store as profiles
 
 BROADCAST = "broadcast"
@@ -198,10 +200,12 @@ def search_messages(
     if channel is not None:
         clauses.append("m.channel = ?")
         args.append(channel)
-    rows = conn.query(
-        f"SELECT m.*, bm25(messages_fts) AS rank, {snippet_sql('messages_fts')} AS snippet "
+    rows = budget.query(
+        conn,
+        "SELECT m.*, bm25(messages_fts) AS rank "
         "FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid "
         f"WHERE {' AND '.join(clauses)} ORDER BY rank LIMIT ?",
         [*args, limit],
     )
+    add_snippets(rows, match, "content")
     return ranked(rows, message_doc)

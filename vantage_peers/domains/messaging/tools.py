@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ...app import App, check_name, require_query, require_text
 from ...errors import Forbidden, InvalidArgument, NotFound
-from ...paging import Fields, capped, clamp_limit
+from ...paging import Fields, capped, clamp_limit, fit_list
 from . import store
 
 MAX_CONTENT_BYTES = 1_000_000
@@ -62,17 +62,19 @@ def register(app: App) -> None:
 
         Does not mark anything read. `recipientInstanceId` limits to messages for the role plus
         those aimed at that instance; `tenantId` to one tenant; `since` (Unix ms) to receipts
-        created after it. Returns at most `limit` (default 100, max 500): mark them read to see more.
+        created after it. Returns at most `limit` (default 100, max 500), cut to fit 50,000 bytes (a
+        single larger message has its `content` cut and `truncatedFields: ["content"]`; get_message
+        returns it whole): mark them read, or pass `since`, to see more.
         `recipient` defaults to VP_ORCHESTRATOR (and `recipientInstanceId` to VP_INSTANCE_ID for it).
         """
         who = app.caller(recipient, "recipient")
         inst = app.instance(recipientInstanceId, who, "recipientInstanceId")
         size = clamp_limit(limit, store.CHECK_DEFAULT_LIMIT, store.CHECK_MAX_LIMIT)
-        return db.read(
+        return fit_list(db.read(
             lambda c: store.check_messages(
                 c, recipient=who, recipient_instance_id=inst, tenant_id=tenantId, since=since, limit=size
             )
-        )
+        ))
 
     @app.tool("idempotent")
     def mark_as_read(receiptIds: Annotated[list[str], Field(max_length=10_000)]) -> int:
