@@ -167,8 +167,8 @@ def _write(stream: BinaryIO, text: str) -> None:
     stream.flush()
 
 
-async def serve_stdio(mcp: Any) -> None:
+async def serve_stdio(mcp: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
     """Run an MCPServer over our stdio transport (what `MCPServer.run("stdio")` does with the SDK's)."""
     server = mcp._lowlevel_server
-    async with stdio_transport() as (read_stream, write_stream):
+    async with stdio_transport(stdin, stdout) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
