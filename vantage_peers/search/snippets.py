@@ -35,36 +35,45 @@ def stem(word: str) -> str:
     """A light English stem, so a porter-stemmed match ("running" for "run") is still highlighted."""
     for suffix in _SUFFIXES:
         if len(word) - len(suffix) >= 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
+            word = word[: -len(suffix)]
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouls":  # "running" -> "run"
+                word = word[:-1]
+            return word
     return word
 
 
-def terms_of(match: str) -> list[str]:
-    """The folded words of the quoted strings of an FTS5 MATCH expression (namespace tokens left out)."""
-    terms: list[str] = []
+def words_of(match: str) -> list[str]:
+    """The lower-cased words of the quoted strings of an FTS5 MATCH expression (namespace tokens left out)."""
+    words: list[str] = []
     for quoted in _QUOTED.findall(match):
         text = quoted.replace('""', '"')
         if _NS_TOKEN.fullmatch(text):
             continue
         for word in _WORD.findall(text):
-            folded = fold(word)
-            if folded and folded not in terms:
-                terms.append(folded)
-        if len(terms) >= MAX_TERMS:
+            if word.lower() not in words:
+                words.append(word.lower())
+        if len(words) >= MAX_TERMS:
             break
-    return terms[:MAX_TERMS]
+    return words[:MAX_TERMS]
+
+
+def terms_of(match: str) -> list[str]:
+    """The folded words of an FTS5 MATCH expression."""
+    return list(dict.fromkeys(fold(w) for w in words_of(match) if fold(w)))
 
 
 class Highlighter:
     """Snippets for one query's terms."""
 
-    def __init__(self, terms: Sequence[str]) -> None:
+    def __init__(self, words: Sequence[str]) -> None:
+        terms = [f for f in (fold(w) for w in words) if f]
         self.terms = {t: stem(t) for t in terms}
         self.stems = set(self.terms.values())
-        # Candidates: words starting with a term's stem (or with its first letters, for diacritics
-        # and case variants the regex cannot fold; each candidate is then checked in Python).
-        heads = sorted({re.escape(s[:3] if len(s) > 3 else s) for s in self.stems}, key=len, reverse=True)
-        self.pattern = re.compile(r"\w*(?:" + "|".join(heads) + r")\w*", re.IGNORECASE) if heads else None
+        # Candidates: words *starting* with the first letters of a term, as sent or folded (the regex
+        # cannot fold diacritics); each candidate is then checked in Python. Anchored at a word start,
+        # with a bounded tail, so a megabyte-long "word" costs linear time, never a backtracking blow-up.
+        heads = sorted({re.escape(h[:3]) for h in [*words, *terms] if h}, key=len, reverse=True)
+        self.pattern = re.compile(r"(?<!\w)(?:" + "|".join(heads) + r")\w{0,60}", re.IGNORECASE) if heads else None
 
     def term(self, word: str) -> str | None:
         folded = fold(word)
@@ -134,7 +143,7 @@ class Highlighter:
 def add_snippets(rows: Iterable[dict[str, Any]], match: str, columns: str | Sequence[str]) -> None:
     """Set `row["snippet"]` from the first of `columns` holding a query term (else the first non-empty one)."""
     cols = [columns] if isinstance(columns, str) else list(columns)
-    hl = Highlighter(terms_of(match))
+    hl = Highlighter(words_of(match))
     for row in rows:
         texts = [row[c] for c in cols if isinstance(row.get(c), str) and row[c]]
         chosen = next((t for t in texts if hl.first_hit(t) is not None), texts[0] if texts else None)
