@@ -13,11 +13,11 @@ Used by tests/test_chaos.py (seconds) and benchmarks/chaos.py (minutes).
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections import Counter
 from pathlib import Path
@@ -26,25 +26,26 @@ from typing import Any
 PEERS = ("alice", "bob", "carol")
 FTS_TABLES = ("messages_fts", "memories_fts", "tasks_fts", "briefingNotes_fts", "components_fts", "fixPatterns_fts")
 
-WORKER = textwrap.dedent(
-    """
-    import json, os, random, re, sys
+def worker_main(path: str, who: str, log: str, mode: str, seed: str, tasks_file: str) -> None:
+    """One server process's loop (runs until it is killed)."""
+    import re
+
     import anyio
     from mcp import Client
+
     from vantage_peers.server import create_app
     from vantage_peers.settings import Settings
 
-    path, who, log, mode, seed, tasks_file = sys.argv[1:7]
     rng = random.Random(int(seed))
-    tasks = open(tasks_file).read().split()
+    tasks = Path(tasks_file).read_text().split()
     env = {"VP_DB_PATH": path, "VP_SCHEDULER": "off", "VP_JOURNAL_MODE": mode, "VP_EMBEDDINGS": "none"}
     app = create_app(Settings.from_env(env, dotenv=False))
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
-    def ack(*record):
-        os.write(fd, (json.dumps(record) + "\\n").encode())
+    def ack(*record: Any) -> None:
+        os.write(fd, (json.dumps(record) + "\n").encode())
 
-    async def main():
+    async def main() -> None:
         async with Client(app.mcp) as client:
             ack("start", who)
             n = 0
@@ -68,7 +69,7 @@ WORKER = textwrap.dedent(
                     if not r.is_error and r.structured_content.get("claimed"):
                         ack("claim", task, who)
                 else:
-                    peer = rng.choice(["alice", "bob", "carol"])
+                    peer = rng.choice(PEERS)
                     r = await client.call_tool("check_messages", {"recipient": peer, "limit": 20})
                     if not r.is_error:
                         ids = [m["receiptId"] for m in r.structured_content["result"]][:5]
@@ -80,8 +81,9 @@ WORKER = textwrap.dedent(
                     ack("err", m.group(1) if m else "UNCODED", text[:200])
 
     anyio.run(main)
-    """
-)
+
+
+WORKER = "import sys, chaos; chaos.worker_main(*sys.argv[1:7])"
 
 
 def prepare(path: Path, mode: str, tasks: int, workers: int) -> Path:
@@ -113,20 +115,56 @@ def prepare(path: Path, mode: str, tasks: int, workers: int) -> Path:
     return tasks_file
 
 
+class Worker:
+    """A worker process by pid (forked or spawned)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def kill(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+
+
 def run(path: Path, *, mode: str = "wal", workers: int = 3, seconds: float = 6.0, tasks: int = 300,
-        kill_every: tuple[float, float] = (0.3, 1.2), seed: int = 8, quiet: bool = True) -> dict[str, Any]:
+        kill_every: tuple[float, float] = (0.3, 1.2), seed: int = 8, quiet: bool = True,
+        fork: bool = hasattr(os, "fork")) -> dict[str, Any]:
     """Run the chaos for `seconds`, then check the file; returns the figures."""
     rng = random.Random(seed)
     tasks_file = prepare(path, mode, tasks, workers)
     logs = [path.with_name(f"{path.stem}.w{i}.log") for i in range(workers)]
     spawned = 0
 
-    def spawn(i: int) -> subprocess.Popen:
+    worker_args = [str(path), "", "", mode, "", str(tasks_file)]
+    if fork:
+        # Forked from this process, which has imported everything and built the tools once, a worker
+        # serves within a fraction of a second (a fresh interpreter needs seconds on a loaded machine).
+        from vantage_peers.server import create_app
+        from vantage_peers.settings import Settings
+
+        create_app(Settings.from_env({"VP_DB_PATH": str(path), "VP_SCHEDULER": "off", "VP_JOURNAL_MODE": mode},
+                                     dotenv=False)).db.close()
+
+    def spawn(i: int) -> Worker:
         nonlocal spawned
         spawned += 1
-        return subprocess.Popen([sys.executable, "-c", WORKER, str(path), f"w{i}", str(logs[i]), mode,
-                                 str(seed * 100_000 + spawned), str(tasks_file)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL if quiet else None)
+        argv = list(worker_args)
+        argv[1], argv[2], argv[4] = f"w{i}", str(logs[i]), str(seed * 100_000 + spawned)
+        if not fork:
+            return Worker(subprocess.Popen([sys.executable, "-c", WORKER, *argv], cwd=Path(__file__).parent,
+                                           stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL if quiet else None).pid)
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into the parent's code
+            try:
+                devnull = os.open(os.devnull, os.O_RDWR)
+                os.dup2(devnull, 1)
+                if quiet:
+                    os.dup2(devnull, 2)
+                worker_main(*argv)
+            finally:
+                os._exit(0)
+        return Worker(pid)
 
     def log_size(i: int) -> int:
         return logs[i].stat().st_size if logs[i].exists() else 0
@@ -145,15 +183,13 @@ def run(path: Path, *, mode: str = "wal", workers: int = 3, seconds: float = 6.0
             if not serving:
                 continue  # every worker is still starting: a kill now would test nothing
             i = rng.choice(serving)
-            procs[i].send_signal(signal.SIGKILL)
-            procs[i].wait()
+            procs[i].kill()
             kills += 1
             sizes[i] = log_size(i)
             procs[i] = spawn(i)
     finally:
         for p in procs:
-            p.send_signal(signal.SIGKILL)
-            p.wait()
+            p.kill()
     figures = check(path, logs)
     figures.update(mode=mode, workers=workers, seconds=seconds, kills=kills)
     return figures
