@@ -75,6 +75,17 @@ class Connection:
             return []
         return [dict(zip(names, row, strict=True)) for row in cur]
 
+    def iterate(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Iterator[Row]:
+        """Rows one at a time, so a caller can stop reading (e.g. at a byte budget) without loading all."""
+        cur = self.raw.cursor()
+        cur.execute(sql, params)
+        try:
+            names = [d[0] for d in cur.get_description()]
+        except apsw.ExecutionCompleteError:
+            return
+        for row in cur:
+            yield dict(zip(names, row, strict=True))
+
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Row | None:
         rows = self.query(sql, params)
         return rows[0] if rows else None
