@@ -35,10 +35,10 @@ def mismatch_warning(requested: str, effective: str, path: Path) -> str | None:
     requested, effective = requested.lower(), effective.lower()
     if (requested == "wal") == (effective == "wal"):
         return None
-    return (f"journal mode: VP_JOURNAL_MODE={requested} but {path} is in {effective} mode (set by the process "
+    return (f"VP_JOURNAL_MODE={requested} but {path} is in {effective} mode (set by the process "
             f"that created it); using {effective}. Convert it only with every server stopped "
             f"(sqlite3 {path.name} 'PRAGMA journal_mode={requested}') or set VP_JOURNAL_MODE={effective}")
 
 
 def warn(message: str) -> None:
-    print(f"vantage-peers: warning: {message}", file=sys.stderr, flush=True)
+    print(f"vantage-peers: warning: journal mode: {message}", file=sys.stderr, flush=True)
