@@ -15,11 +15,14 @@ import dataclasses
 import functools
 import inspect
 import json
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar, get_args, get_origin
 
+import apsw
 import pydantic
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -28,8 +31,9 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic.fields import FieldInfo
 
 from . import arguments as argcheck
-from .db import Database
-from .errors import InvalidArgument, VantageError
+from . import limits
+from .db import BUSY_ERRORS, Database
+from .errors import Busy, InternalError, InvalidArgument, VantageError
 from .settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -42,6 +46,7 @@ DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempote
 KINDS = {"read": READ_ONLY, "write": WRITE, "idempotent": IDEMPOTENT_WRITE, "destructive": DESTRUCTIVE}
 
 MAX_NAME_LENGTH = 200
+PRESENCE_BUSY_MS = 250  # the presence write before a call waits at most this long for the lock
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # SQLite's integer range
 
 
@@ -143,7 +148,11 @@ class App:
             self._presence_at = now
         from .domains.profiles import store as profiles
 
-        self.db.write(lambda c: profiles.touch(c, orchestrator_id=orch, instance_id=self.settings.instance_id))
+        try:
+            with self.db.call_scope(busy_ms=PRESENCE_BUSY_MS):  # best effort: never eat the call's lock budget
+                self.db.write(lambda c: profiles.touch(c, orchestrator_id=orch, instance_id=self.settings.instance_id))
+        except Exception as exc:  # noqa: BLE001 - presence is best effort: it never fails the call it precedes
+            print(f"vantage-peers: presence refresh skipped: {exc}", file=sys.stderr, flush=True)
 
     def add_job(self, name: str, fn: Callable[[], Any], *, every_seconds: float | None = None,
                 cron: str | None = None) -> None:
@@ -205,13 +214,25 @@ class App:
                             and not INT64_MIN <= value <= INT64_MAX):
                         raise InvalidArgument(f"{wire_names.get(key, key)} is out of range: integers must fit "
                                               "in 64 bits (timestamps are Unix ms)")
+                if limits.depth_exceeds(kwargs, limits.MAX_DEPTH + 1):  # kwargs itself is one level
+                    raise InvalidArgument(limits.depth_message())
                 try:
                     for guard in app.guards:
                         kwargs = guard(tool_name, kwargs) or kwargs
                     app.touch_presence()
-                    return fn(**kwargs)
+                    with app.db.call_scope() as scope:  # one lock-wait budget and search budget per call
+                        result = fn(**kwargs)
+                        if scope.truncated and isinstance(result, dict):
+                            result["truncated"] = True  # a search stopped at its time budget (search/budget.py)
+                        return result
                 except VantageError:
                     raise
+                except BUSY_ERRORS:
+                    # A lock met outside db.read/db.write's retries (which raise Busy themselves).
+                    raise Busy(f"the database is locked by another process (waited up to "
+                               f"{app.settings.busy_timeout_ms} ms, VP_BUSY_TIMEOUT_MS); retry shortly") from None
+                except apsw.InterruptError:
+                    raise Busy("the query was interrupted; retry shortly") from None
                 except pydantic.ValidationError as err:
                     raise InvalidArgument(_validation_message(err)) from None
                 except OverflowError:
@@ -221,6 +242,13 @@ class App:
                     # JSON allows an unpaired UTF-16 surrogate ("\\ud800") that UTF-8 (and SQLite) cannot store.
                     raise InvalidArgument("a text argument holds an unpaired surrogate (invalid Unicode); "
                                           "send valid UTF-8 text") from None
+                except RecursionError:
+                    raise InvalidArgument(limits.depth_message()) from None
+                except Exception as exc:
+                    # Never a bare "Error executing tool X": the agent gets a code, stderr the traceback.
+                    traceback.print_exc(file=sys.stderr)
+                    raise InternalError(f"{tool_name} failed unexpectedly ({type(exc).__name__}); "
+                                        "retry, and report it if it persists") from exc
 
             wrapper.__signature__ = sig  # type: ignore[attr-defined]
             wrapper.vp_app = app  # type: ignore[attr-defined]  # lets _Tool.run find the app's result hooks

@@ -33,7 +33,11 @@ def _run_stdio() -> int:
         scheduler = Scheduler(app)
         scheduler.start()
     try:
-        app.mcp.run("stdio")
+        import anyio
+
+        from .transport import serve_stdio
+
+        anyio.run(serve_stdio, app.mcp)  # our transport answers every line, even unparseable ones
     finally:
         if scheduler is not None:
             scheduler.stop()

@@ -147,7 +147,10 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
     else:
         fail("sqlite-vec", "the extension did not load; vector search is unavailable")
     mode = conn.scalar("PRAGMA journal_mode")
-    line("ok", "journal mode", str(mode))
+    if db.journal_warning:  # the file's mode wins over VP_JOURNAL_MODE (db/journal.py)
+        line("WARN", "journal mode", db.journal_warning)
+    else:
+        line("ok", "journal mode", str(mode))
 
     fstype = filesystem_type(path)
     if is_network_fs(fstype):

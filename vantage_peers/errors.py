@@ -41,3 +41,9 @@ class Conflict(VantageError):
 
 class Busy(VantageError):
     code = "BUSY"
+
+
+class InternalError(VantageError):
+    """An unexpected failure inside a tool: still answered with a code (the traceback goes to stderr)."""
+
+    code = "INTERNAL_ERROR"

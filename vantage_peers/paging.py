@@ -20,6 +20,10 @@ from .errors import InvalidArgument
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 ENVELOPE_TARGET_BYTES = 50_000
+# A cursor this server issues is base64 of a small JSON object (a sort value of at most ~10 KB of text
+# and an id); anything longer is refused before it is decoded.
+MAX_CURSOR_CHARS = 16_384
+_BAD_CURSOR = "cursor is not a cursor this server issued; pass nextCursor back unchanged"
 
 Fields = Literal["lite", "full"]
 
@@ -31,7 +35,7 @@ def clamp_limit(limit: int | None, default: int = DEFAULT_LIMIT, maximum: int = 
 
 
 def encode_cursor(sort_value: Any, row_id: str) -> str:
-    raw = json.dumps({"t": sort_value, "i": row_id}, separators=(",", ":")).encode()
+    raw = json.dumps({"t": sort_value, "i": row_id}, ensure_ascii=False, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -50,16 +54,21 @@ def decode_cursor(cursor: str | None) -> tuple[Any, str | None] | None:
     """(sort value, id) from a cursor; id is None for a legacy `{createdBefore}` cursor."""
     if cursor is None or cursor == "":
         return None
+    if not isinstance(cursor, str):
+        raise InvalidArgument(f"{_BAD_CURSOR} (a cursor is a string)")
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise InvalidArgument(f"{_BAD_CURSOR} (longer than {MAX_CURSOR_CHARS} characters)")
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (ValueError, binascii.Error, UnicodeError):
-        raise InvalidArgument("cursor is not a cursor this server issued; pass nextCursor back unchanged") from None
+        data = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+    except (ValueError, binascii.Error, UnicodeError, RecursionError, TypeError):
+        # RecursionError: nested brackets ("[[[[…]]]]") exhaust the JSON decoder's stack.
+        raise InvalidArgument(_BAD_CURSOR) from None
     if isinstance(data, dict) and "t" in data and isinstance(data.get("i"), str) and _sortable(data["t"]):
         return data["t"], data["i"]
     if isinstance(data, dict) and _sortable(data.get("createdBefore")) and data.get("createdBefore") is not None:
         return data["createdBefore"], None
-    raise InvalidArgument("cursor is not a cursor this server issued; pass nextCursor back unchanged")
+    raise InvalidArgument(_BAD_CURSOR)
 
 
 def to_doc(row: Row, *, json_cols: Iterable[str] = (), bool_cols: Iterable[str] = (),
@@ -116,10 +125,59 @@ def equals(pairs: Iterable[tuple[str, Any]]) -> tuple[list[str], list[Any]]:
     return where, params
 
 
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+
+
+def shrink_item(item: dict[str, Any], budget: int = ENVELOPE_TARGET_BYTES - 2_000) -> bool:
+    """Cut the longest text fields of one oversize item (in place) until it fits `budget` bytes.
+
+    The cut fields are named in `truncatedFields`; the get_* tool of the item returns them whole.
+    Returns True when something was cut.
+    """
+    cut: list[str] = []
+    for _ in range(8):
+        excess = _size(item) - budget
+        if excess <= 0:
+            break
+        longest = max((k for k, v in item.items() if isinstance(v, str) and k not in cut),
+                      key=lambda k: len(item[k]), default=None)
+        if longest is None:
+            break
+        value = item[longest]
+        keep = max(0, len(value.encode("utf-8", "surrogatepass")) - excess - 64)
+        item[longest] = value.encode("utf-8", "surrogatepass")[:keep].decode("utf-8", "ignore") + "…"
+        cut.append(longest)
+    if cut:
+        item["truncatedFields"] = [*item.get("truncatedFields", []), *cut]
+    return bool(cut)
+
+
+def fit_search(items: list[dict[str, Any]], envelope: dict[str, Any] | None = None,
+               key: str = "items") -> dict[str, Any]:
+    """A search (or inbox) answer cut to the 50,000-byte cap: fewer hits, and one oversize hit's long
+    text cut; `truncated: true` says so (narrow the query, or fetch the document by id)."""
+    out = dict(envelope or {})
+    fit = fit_envelope(items, extra=out, key=key) if items else 0
+    kept = items[:fit]
+    truncated = fit < len(items)
+    if len(kept) == 1 and _size({key: kept, **out}) > ENVELOPE_TARGET_BYTES:
+        kept = [dict(kept[0])]
+        truncated = shrink_item(kept[0]) or truncated
+    out[key] = kept
+    if truncated:
+        out["truncated"] = True
+    return out
+
+
+def fit_list(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A bare-array answer (check_messages) cut to the cap: leading items only, one oversize item shrunk."""
+    return fit_search(items, key="items")["items"]
+
+
 def capped(items: list[dict[str, Any]]) -> dict[str, Any]:
     """`{items}` for a search answer, cut to the envelope cap; `truncated: true` says hits were dropped."""
-    fit = fit_envelope(items) if items else 0
-    return {"items": items[:fit], "truncated": True} if fit < len(items) else {"items": items}
+    return fit_search(items)
 
 
 def keyset_page(

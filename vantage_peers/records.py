@@ -22,7 +22,9 @@ from .db import Connection, Row, dumps
 from .errors import Forbidden, InvalidArgument, NotFound
 from .ids import new_id, now_ms
 from .paging import DEFAULT_LIMIT, equals, keyset_page, to_doc
+from .search import budget
 from .search.fts import ranked
+from .search.snippets import add_snippets
 
 SYSTEM = "system"
 MAX_CONTENT_BYTES = 1_048_576  # long free text (diary, briefing, component content)
@@ -138,12 +140,15 @@ class Table:
         The list is trimmed (never below one item) to fit the 50,000-byte envelope.
         """
         clauses = [f"{fts} MATCH ?", *where]
-        snippet = f", snippet({fts}, {snippet_col}, '[', ']', '…', 12) AS snippet" if snippet_col is not None else ""
-        rows = conn.query(
-            f"SELECT d.*, bm25({fts}) AS rank{snippet} FROM {fts} JOIN {self.name} d ON d.seq = {fts}.rowid "
+        rows = budget.query(
+            conn,
+            f"SELECT d.*, bm25({fts}) AS rank FROM {fts} JOIN {self.name} d ON d.seq = {fts}.rowid "
             f"WHERE {' AND '.join(f'({c})' for c in clauses)} ORDER BY rank, d.id LIMIT ?",
             [match, *params, limit],
         )
+        if snippet_col is not None:  # computed in Python over a bounded window (search/snippets.py)
+            names = [r["name"] for r in conn.query(f"SELECT name FROM pragma_table_info('{_ident(fts)}')")]
+            add_snippets(rows, match, names[snippet_col])
         dropped = set(drop)
         return ranked(rows, lambda row: {k: v for k, v in self.doc(row).items() if k not in dropped})
 

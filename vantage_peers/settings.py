@@ -44,7 +44,10 @@ class Settings(BaseModel):
     orchestrator: str | None = None
     instance_id: str | None = None
     journal_mode: str = "wal"
-    busy_timeout_ms: int = 10_000
+    # Total lock wait per tool call before the agent gets BUSY (VP_BUSY_TIMEOUT_MS), see db/busy.py.
+    busy_timeout_ms: int = 5_000
+    # Time budget of one search's SQL; past it the search answers what it has with truncated: true.
+    search_budget_ms: int = 2_000
     scheduler: bool = True
     tick_seconds: float = 15.0
     emit_ui_markers: bool = False
@@ -121,6 +124,7 @@ class Settings(BaseModel):
             ("VP_TICK_SECONDS", "tick_seconds", float),
             ("VP_EMBEDDING_DIMENSIONS", "embedding_dimensions", int),
             ("VP_BUSY_TIMEOUT_MS", "busy_timeout_ms", int),
+            ("VP_SEARCH_BUDGET_MS", "search_budget_ms", int),
             ("VP_MAX_SEGMENT_MINUTES", "max_segment_minutes", int),
             ("VP_PRESENCE_INTERVAL_SECONDS", "presence_interval_seconds", float),
             ("PORT", "port", int),

@@ -1,29 +1,34 @@
-"""apsw connections: one per thread, pragmas, sqlite-vec loaded, `BEGIN IMMEDIATE` writes with retry.
+"""apsw connections: one per thread (closed when the thread ends), pragmas, sqlite-vec, transactions.
 
 Several server processes share one file. Every mutation runs in one short `BEGIN IMMEDIATE`
 transaction (the write lock is taken up front, so two writers never deadlock upgrading a read
-lock), and `SQLITE_BUSY` is retried with jittered backoff on top of SQLite's busy timeout.
+lock). Lock contention is handled here and only here (see `busy.py`): reads, writes and PRAGMAs
+are retried with jittered backoff inside one wait budget per call (`VP_BUSY_TIMEOUT_MS`), after
+which the agent gets `BUSY: … retry`, never minutes of silence.
+
+The journal mode belongs to the file: the process that creates it sets `VP_JOURNAL_MODE`, later
+processes adopt whatever the file uses (see `journal.py`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import random
 import threading
-import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import apsw
 
-from ..errors import Busy
+from . import busy, journal
+from .busy import BUSY_ERRORS, CallScope, current_scope
 
 T = TypeVar("T")
 Row = dict[str, Any]
 
-_BUSY_ERRORS = (apsw.BusyError, apsw.LockedError)
+JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024  # the WAL / journal file is truncated back to this after a checkpoint
 
 
 def _load_vec(conn: apsw.Connection) -> str | None:
@@ -42,16 +47,23 @@ def _load_vec(conn: apsw.Connection) -> str | None:
 class Connection:
     """A thin wrapper over one apsw connection with dict rows."""
 
-    def __init__(self, path: Path | str, *, journal_mode: str = "wal", busy_timeout_ms: int = 10_000) -> None:
+    def __init__(self, path: Path | str, *, journal_mode: str = "wal", busy_timeout_ms: int = 5_000) -> None:
         self.raw = apsw.Connection(str(path))
+        self.busy_timeout_ms = busy_timeout_ms
         self.raw.set_busy_timeout(busy_timeout_ms)
-        self.vec_version = _load_vec(self.raw)
-        self.raw.execute("PRAGMA foreign_keys=ON")
-        self.raw.execute("PRAGMA synchronous=NORMAL")
-        self.raw.execute("PRAGMA temp_store=MEMORY")
-        current = self.raw.execute("PRAGMA journal_mode").fetchall()[0][0]
-        if current.lower() != journal_mode:
-            _retry_busy(lambda: self.raw.execute(f"PRAGMA journal_mode={journal_mode}").fetchall())
+        self.closed = False
+        try:
+            self.vec_version = _load_vec(self.raw)
+            # PRAGMAs can meet a lock too (journal_mode reads the schema): one budget for all of them.
+            scope = CallScope(busy_timeout_ms)
+            self.journal_mode = busy.retry(lambda: journal.apply(self.raw, journal_mode), scope)
+            sync = "NORMAL" if self.journal_mode == "wal" else "FULL"  # rollback journals need FULL to be safe
+            for pragma in ("foreign_keys=ON", f"synchronous={sync}", "temp_store=MEMORY",
+                           f"journal_size_limit={JOURNAL_SIZE_LIMIT}"):
+                busy.retry(lambda p=pragma: self.raw.execute(f"PRAGMA {p}").fetchall(), scope)
+        except BaseException:
+            self.close()
+            raise
         self.in_tx: str | None = None  # "read" or "write" while a transaction is open
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
@@ -62,6 +74,17 @@ class Connection:
         except apsw.ExecutionCompleteError:
             return []
         return [dict(zip(names, row, strict=True)) for row in cur]
+
+    def iterate(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Iterator[Row]:
+        """Rows one at a time, so a caller can stop reading (e.g. at a byte budget) without loading all."""
+        cur = self.raw.cursor()
+        cur.execute(sql, params)
+        try:
+            names = [d[0] for d in cur.get_description()]
+        except apsw.ExecutionCompleteError:
+            return
+        for row in cur:
+            yield dict(zip(names, row, strict=True))
 
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Row | None:
         rows = self.query(sql, params)
@@ -81,103 +104,147 @@ class Connection:
         self.raw.executemany(sql, seq)
 
     def close(self) -> None:
-        self.raw.close()
+        if not self.closed:
+            self.closed = True
+            with contextlib.suppress(Exception):
+                self.raw.close()
 
 
-def _retry_busy(fn: Callable[[], T], attempts: int = 12) -> T:
-    delay = 0.005
-    for attempt in range(attempts):
-        try:
-            return fn()
-        except _BUSY_ERRORS:
-            if attempt == attempts - 1:
-                raise Busy("the database stayed locked by another process; retry shortly") from None
-            time.sleep(delay + random.random() * delay)
-            delay = min(delay * 2, 0.5)
-    raise AssertionError("unreachable")
+class _Holder:
+    """Lives only in the thread-local slot: when its thread ends, it is freed and its finalizer closes the connection."""
+
+    __slots__ = ("conn", "__weakref__")
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
 
 
 class Database:
-    """Per-thread connections to one SQLite file."""
+    """Per-thread connections to one SQLite file, closed when their thread ends."""
 
-    def __init__(self, path: Path | str, *, journal_mode: str = "wal", busy_timeout_ms: int = 10_000) -> None:
+    def __init__(self, path: Path | str, *, journal_mode: str = "wal", busy_timeout_ms: int = 5_000,
+                 search_budget_ms: int = 2_000) -> None:
         self.path = Path(path)
-        self.journal_mode = journal_mode
+        self.search_budget_ms = search_budget_ms
+        self.requested_journal_mode = journal_mode
         self.busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
-        self._all: list[Connection] = []
+        self._open: list[tuple[weakref.ref[threading.Thread], Connection]] = []
         self._lock = threading.Lock()
+        self.journal_warning: str | None = None
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Decide (and warn about) the file's journal mode once, on this thread's first connection.
+            self.journal_mode = self.conn.journal_mode
+            self.journal_warning = journal.mismatch_warning(journal_mode, self.journal_mode, self.path)
+            if self.journal_warning:
+                journal.warn(self.journal_warning)
+        else:
+            self.journal_mode = "memory"
 
     @property
     def conn(self) -> Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = Connection(self.path, journal_mode=self.journal_mode, busy_timeout_ms=self.busy_timeout_ms)
-            self._local.conn = conn
-            with self._lock:
-                self._all.append(conn)
+        holder = getattr(self._local, "holder", None)
+        if holder is not None and not holder.conn.closed:
+            return holder.conn
+        self._sweep()
+        conn = Connection(self.path, journal_mode=self.requested_journal_mode, busy_timeout_ms=self.busy_timeout_ms)
+        holder = _Holder(conn)
+        weakref.finalize(holder, conn.close)
+        self._local.holder = holder
+        with self._lock:
+            self._open.append((weakref.ref(threading.current_thread()), conn))
         return conn
 
+    def _sweep(self) -> None:
+        """Close connections whose thread has ended (the finalizer usually did already)."""
+        with self._lock:
+            alive = []
+            for ref, conn in self._open:
+                thread = ref()
+                if conn.closed:
+                    continue
+                if thread is None or not thread.is_alive():
+                    conn.close()
+                else:
+                    alive.append((ref, conn))
+            self._open = alive
+
+    def open_connections(self) -> int:
+        """How many connections this Database holds open (after closing those of ended threads)."""
+        self._sweep()
+        with self._lock:
+            return len(self._open)
+
     @contextlib.contextmanager
-    def _tx(self) -> Iterator[Connection]:
-        conn = self.conn
-        _retry_busy(lambda: conn.raw.execute("BEGIN IMMEDIATE"))
+    def call_scope(self, busy_ms: int | None = None) -> Iterator[CallScope]:
+        """One tool call: a single busy-wait budget (and search time budget) for all its transactions."""
+        budget = self.busy_timeout_ms if busy_ms is None else busy_ms
+        with busy.call_scope(budget, self.search_budget_ms) as scope:
+            yield scope
+
+    @contextlib.contextmanager
+    def _tx(self, conn: Connection, scope: CallScope) -> Iterator[Connection]:
+        busy.retry(lambda: conn.raw.execute("BEGIN IMMEDIATE"), scope, conn)
         conn.in_tx = "write"
         try:
             yield conn
         except BaseException:
             conn.in_tx = None
-            conn.raw.execute("ROLLBACK")
+            with contextlib.suppress(apsw.Error):
+                conn.raw.execute("ROLLBACK")
             raise
         conn.in_tx = None
         try:
-            _retry_busy(lambda: conn.raw.execute("COMMIT"))
+            busy.retry(lambda: conn.raw.execute("COMMIT"), scope, conn)
         except BaseException:
             if not conn.raw.getautocommit():
-                conn.raw.execute("ROLLBACK")
+                with contextlib.suppress(apsw.Error):
+                    conn.raw.execute("ROLLBACK")
             raise
 
     def write(self, fn: Callable[[Connection], T]) -> T:
-        """Run `fn` in one `BEGIN IMMEDIATE` transaction; retried as a whole if the lock is busy."""
+        """Run `fn` in one `BEGIN IMMEDIATE` transaction; retried as a whole while the lock is busy."""
         conn = self.conn
         if conn.in_tx == "write":  # nested writes join the outer transaction
             return fn(conn)
         if conn.in_tx == "read":
             raise RuntimeError("write() inside read(): start the outer transaction with write()")
-        delay = 0.005
-        for attempt in range(8):
-            try:
-                with self._tx() as c:
+        with busy.call_scope(self.busy_timeout_ms, self.search_budget_ms) as scope:
+            def attempt() -> T:
+                with self._tx(conn, scope) as c:
                     return fn(c)
-            except _BUSY_ERRORS:
-                if attempt == 7:
-                    raise Busy("the database stayed locked by another process; retry shortly") from None
-                time.sleep(delay + random.random() * delay)
-                delay = min(delay * 2, 0.5)
-        raise AssertionError("unreachable")
+
+            return busy.retry(attempt, scope, conn)
 
     def read(self, fn: Callable[[Connection], T]) -> T:
-        """Run `fn` in one read transaction, so it sees a single consistent snapshot."""
+        """Run `fn` in one read transaction (a single consistent snapshot); retried while the file is locked."""
         conn = self.conn
         if conn.in_tx:
             return fn(conn)
-        _retry_busy(lambda: conn.raw.execute("BEGIN DEFERRED"))
-        conn.in_tx = "read"
-        try:
-            return fn(conn)
-        finally:
-            conn.in_tx = None
-            conn.raw.execute("COMMIT")
+        with busy.call_scope(self.busy_timeout_ms, self.search_budget_ms) as scope:
+            def attempt() -> T:
+                conn.raw.execute("BEGIN DEFERRED")
+                conn.in_tx = "read"
+                try:
+                    return fn(conn)
+                finally:
+                    conn.in_tx = None
+                    # A read transaction has nothing to lose: ROLLBACK cannot meet BUSY like COMMIT can.
+                    with contextlib.suppress(apsw.Error):
+                        conn.raw.execute("ROLLBACK")
+
+            return busy.retry(attempt, scope, conn)
 
     def close(self) -> None:
         with self._lock:
-            for conn in self._all:
-                with contextlib.suppress(Exception):
-                    conn.close()
-            self._all.clear()
+            for _, conn in self._open:
+                conn.close()
+            self._open.clear()
         self._local = threading.local()
+
+
+__all__ = ["BUSY_ERRORS", "Connection", "Database", "Row", "current_scope", "dumps", "loads"]
 
 
 def dumps(value: Any) -> str | None:

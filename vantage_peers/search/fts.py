@@ -31,11 +31,6 @@ def fts_query(text: str, mode: Literal["and", "or"] = "and") -> str | None:
     return (" OR " if mode == "or" else " ").join(tokens)
 
 
-def snippet_sql(table: str, column_index: int = 0, tokens: int = 12) -> str:
-    """SQL for an FTS5 snippet of one column, with `[` `]` around matches."""
-    return f"snippet({table}, {column_index}, '[', ']', '…', {tokens})"
-
-
 def ranked(rows: Iterable[dict[str, Any]], shape: Callable[[dict[str, Any]], dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows carrying `rank` (bm25, lower is better) and `snippet` as documents with `score` and `snippet`."""
     out = []

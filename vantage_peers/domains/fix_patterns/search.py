@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...db import Connection, Row
-from ...paging import fit_envelope
-from ...search import vectors
-from ...search.fts import fts_query, snippet_sql
+from ...paging import fit_search
+from ...search import budget, vectors
+from ...search.fts import fts_query
 from ...search.fusion import fused_docs, rrf
+from ...search.snippets import add_snippets
 from .embedding import VEC
 from .store import pattern_doc
 
@@ -43,12 +44,15 @@ def keyword_hits(conn: Connection, *, query: str, project: str | None, limit: in
     if project is not None:
         where.append("p.sourceProject = ?")
         params.append(project)
-    return conn.query(
-        f"SELECT p.*, bm25({FTS}, {WEIGHTS}) AS rank, {snippet_sql(FTS, -1)} AS snippet "
+    rows = budget.query(
+        conn,
+        f"SELECT p.*, bm25({FTS}, {WEIGHTS}) AS rank "
         f"FROM {FTS} JOIN fixPatterns p ON p.seq = {FTS}.rowid WHERE {' AND '.join(where)} "
         "ORDER BY rank, p.id LIMIT ?",
         [*params, limit],
     )
+    add_snippets(rows, words, ("symptom", "rootCause", "tags", "stack"))  # the first column holding a term
+    return rows
 
 
 def vector_hits(conn: Connection, vector: Sequence[float], *, project: str | None, k: int) -> list[tuple[int, float]]:
@@ -74,8 +78,4 @@ def search(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
     items = fused_docs(fused, rows, distances, pattern_doc, limit)
     envelope: dict[str, Any] = {"mode": "hybrid"} if vector is not None else {
         "mode": "keyword", "reason": reason or "no query embedding"}
-    fit = fit_envelope(items, extra=envelope)
-    envelope["items"] = items[:fit]
-    if fit < len(items):
-        envelope["truncated"] = True
-    return envelope
+    return fit_search(items, envelope)

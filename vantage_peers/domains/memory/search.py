@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...db import Connection, Row
-from ...paging import fit_envelope
-from ...search import vectors
-from ...search.fts import fts_query, ranked, snippet_sql
+from ...paging import fit_search
+from ...search import budget, vectors
+from ...search.fts import fts_query, ranked
 from ...search.fusion import fused_docs, rrf
+from ...search.snippets import add_snippets
 from ...search.vectors import Scope
 from .store import LIVE, memory_doc, scope_sql
 
@@ -68,20 +69,19 @@ def keyword_hits(conn: Connection, *, query: str, scope: Scope | None, types: Se
     if match is None:
         return []
     where, params = _filters(scope, types, include_superseded, now)
-    return conn.query(
-        f"SELECT m.*, bm25(memories_fts, 1.0, 0.0) AS rank, {snippet_sql('memories_fts')} AS snippet "
+    rows = budget.query(
+        conn,
+        "SELECT m.*, bm25(memories_fts, 1.0, 0.0) AS rank "
         "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
         f"WHERE memories_fts MATCH ? AND {' AND '.join(where)} ORDER BY rank LIMIT ?",
         [match, *params, limit],
     )
+    add_snippets(rows, match, "content")
+    return rows
 
 
 def _finish(items: list[dict[str, Any]], envelope: dict[str, Any]) -> dict[str, Any]:
-    fit = fit_envelope(items, extra={k: v for k, v in envelope.items() if k != "items"})
-    envelope["items"] = items[:fit]
-    if fit < len(items):
-        envelope["truncated"] = True
-    return envelope
+    return fit_search(items, {k: v for k, v in envelope.items() if k != "items"})
 
 
 def text_search(conn: Connection, *, query: str, scope: Scope | None, types: Sequence[str] | None,

@@ -6,8 +6,10 @@ from typing import Any
 
 from ...db import Connection, Row
 from ...ids import new_id, now_ms
-from ...paging import equals, keyset_page, to_doc
-from ...search.fts import fts_query, ranked, snippet_sql
+from ...paging import ENVELOPE_TARGET_BYTES, equals, keyset_page, to_doc
+from ...search import budget
+from ...search.fts import fts_query, ranked
+from ...search.snippets import add_snippets
 from ..profiles import store as profiles
 
 BROADCAST = "broadcast"
@@ -96,15 +98,19 @@ def check_messages(
     if since is not None:
         clauses.append("r.createdAt > ?")
         args.append(since)
-    rows = conn.query(
+    rows = conn.iterate(
         "SELECT r.id AS receiptId, m.id AS messageId, m.sender, m.fromInstanceId, m.channel, m.content, "
         "m.createdAt, m.sessionDay, m.tenantId, r.recipientInstanceId "
         "FROM messageReceipts r INDEXED BY receipts_unread JOIN messages m ON m.id = r.messageId "
         f"WHERE {' AND '.join(clauses)} ORDER BY r.createdAt, r.id LIMIT ?",
         [*args, limit],
     )
-    out = []
+    out: list[dict[str, Any]] = []
+    budget = ENVELOPE_TARGET_BYTES  # the reply is cut to this anyway: never load 500 x 1 MB to find out
     for row in rows:
+        if out and budget <= 0:
+            break
+        budget -= len(row["content"] or "")  # the big part; fit_list in the tool makes the exact cut
         item: dict[str, Any] = {"receiptId": row["receiptId"], "messageId": row["messageId"], "from": row["sender"]}
         for key in ("fromInstanceId", "channel", "content", "createdAt", "sessionDay", "tenantId",
                     "recipientInstanceId"):
@@ -198,10 +204,12 @@ def search_messages(
     if channel is not None:
         clauses.append("m.channel = ?")
         args.append(channel)
-    rows = conn.query(
-        f"SELECT m.*, bm25(messages_fts) AS rank, {snippet_sql('messages_fts')} AS snippet "
+    rows = budget.query(
+        conn,
+        "SELECT m.*, bm25(messages_fts) AS rank "
         "FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid "
         f"WHERE {' AND '.join(clauses)} ORDER BY rank LIMIT ?",
         [*args, limit],
     )
+    add_snippets(rows, match, "content")
     return ranked(rows, message_doc)

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ...app import App, check_name, require_query, require_text
 from ...errors import Forbidden, InvalidArgument, NotFound
-from ...paging import Fields, capped, clamp_limit
+from ...paging import Fields, capped, clamp_limit, fit_list
 from ..profiles import store as profiles_store
 from . import store
 
@@ -67,16 +67,18 @@ def register(app: App) -> None:
     ) -> list[dict[str, Any]]:
         """Fetch your unread messages, oldest first, each with the `receiptId` for mark_as_read.
 
-        Marks nothing read; returns at most `limit` (default 100, max 500).
+        Marks nothing read; returns at most `limit` (default 100, max 500), cut to fit 50,000 bytes (a
+        single larger message has its `content` cut and `truncatedFields: ["content"]`; get_message
+        returns it whole): mark them read, or pass `since`, to see more.
         """
         who = app.caller(recipient, "recipient")
         inst = app.instance(recipientInstanceId, who, "recipientInstanceId")
         size = clamp_limit(limit, store.CHECK_DEFAULT_LIMIT, store.CHECK_MAX_LIMIT)
-        return db.read(
+        return fit_list(db.read(
             lambda c: store.check_messages(
                 c, recipient=who, recipient_instance_id=inst, tenant_id=tenantId, since=since, limit=size
             )
-        )
+        ))
 
     @app.tool("idempotent")
     def mark_as_read(receiptIds: Annotated[list[str], Field(max_length=10_000)]) -> int:

@@ -9,7 +9,9 @@ from ...db import Connection, Row, dumps
 from ...errors import Forbidden, NotFound
 from ...ids import new_id, now_ms
 from ...paging import equals, keyset_page, to_doc
-from ...search.fts import fts_query, ranked, snippet_sql
+from ...search import budget
+from ...search.fts import fts_query, ranked
+from ...search.snippets import add_snippets
 from ..missions import store as missions
 from . import segments
 from .rules import AUTO_GENERATED_SQL, OPEN_STATUSES, SYSTEM, TASK_LITE, status_sql
@@ -164,10 +166,12 @@ def search_tasks(conn: Connection, *, query: str, limit: int, **filters: Any) ->
     where, params = task_filters(**filters)
     # Filters run inside a subquery on `tasks` alone: `title` would be ambiguous next to tasks_fts.
     inner = "SELECT * FROM tasks" + (" WHERE " + " AND ".join(f"({c})" for c in where) if where else "")
-    rows = conn.query(
-        f"SELECT t.*, bm25(tasks_fts, 4.0, 1.0) AS rank, {snippet_sql('tasks_fts')} AS snippet "
+    rows = budget.query(
+        conn,
+        "SELECT t.*, bm25(tasks_fts, 4.0, 1.0) AS rank "
         f"FROM tasks_fts JOIN ({inner}) t ON t.seq = tasks_fts.rowid "
         "WHERE tasks_fts MATCH ? ORDER BY rank LIMIT ?",
         [*params, match, limit],
     )
+    add_snippets(rows, match, "title")
     return ranked(rows, task_doc)

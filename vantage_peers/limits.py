@@ -1,0 +1,33 @@
+"""Shape limits on what a caller sends: nesting depth and total size of a request's arguments.
+
+Checked iteratively (a recursive walk is what a 1,000-deep argument would exhaust), by the stdio
+transport on every request and by the app wrapper on every tool call (the in-memory and HTTP paths).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_DEPTH = 64  # no tool argument is legitimately nested deeper than a few levels
+MAX_REQUEST_BYTES = 16 * 1024 * 1024  # one JSON-RPC line; the largest text argument is 1 MiB
+
+
+def depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True when `value` (JSON-like: dicts, lists, scalars) nests deeper than `limit` containers."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth + 1 > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list | tuple))
+    return False
+
+
+def depth_message(limit: int = MAX_DEPTH) -> str:
+    return f"arguments are nested deeper than {limit} levels; send flatter values"
