@@ -167,13 +167,13 @@ def _load(url: str, clients: int, seconds: float, start_at: float, out) -> None:
     out.put(counts)
 
 
-def _start_serve(db: Path, workdir: Path) -> tuple[subprocess.Popen, str]:
+def _start_serve(db: Path, workdir: Path, workers: int = 1) -> tuple[subprocess.Popen, str]:
     import httpx2
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([_script(), "serve", "--port", str(port)], env=_env(db), cwd=workdir,
+    proc = subprocess.Popen([_script(), "serve", "--port", str(port), "--workers", str(workers)], env=_env(db), cwd=workdir,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(600):
         try:
@@ -184,7 +184,7 @@ def _start_serve(db: Path, workdir: Path) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{port}/mcp"
 
 
-def _throughput(db: Path, urls: list[str], seconds: float) -> None:
+def _throughput(db: Path, urls: list[str], seconds: float, label: str = "") -> None:
     import apsw
 
     def count() -> int:
@@ -208,7 +208,8 @@ def _throughput(db: Path, urls: list[str], seconds: float) -> None:
     sent = sum(r["sent"] for r in results)
     errors = sum(r["errors"] for r in results)
     stored = count() - before
-    print(f"throughput, 8 concurrent HTTP clients, {len(urls)} serve process(es) on one file, {seconds:.0f}s: "
+    label = label or f"{len(urls)} serve process(es) on one file"
+    print(f"throughput, 8 concurrent HTTP clients, {label}, {seconds:.0f}s: "
           f"{ok / seconds:.0f} calls/s ({ok} ok, {errors} errors); messages sent {sent}, stored {stored} "
           f"({'no loss' if stored == sent else 'MISMATCH'})")
 
@@ -247,6 +248,8 @@ def main() -> None:
         _throughput(db, [url], args.seconds)
         servers.append(_start_serve(db, workdir))
         _throughput(db, [u for _, u in servers], args.seconds)
+        servers.append(_start_serve(db, workdir, workers=2))
+        _throughput(db, [servers[-1][1]], args.seconds, label="1 serve --workers 2")
     finally:
         for proc, _ in servers:
             proc.send_signal(signal.SIGTERM)

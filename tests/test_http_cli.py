@@ -117,3 +117,30 @@ def test_doctor_http_checks():
     assert status({"VP_ACCESS_TOKEN_TTL_SECONDS": "0"})["http: token TTLs"] == "FAIL"
     settings = Settings.from_env({"VP_ALLOWED_EXT_IDS": " a, b ,,", "PORT": "8080"}, dotenv=False)
     assert settings.allowed_ext_ids == ("a", "b") and settings.port == 8080
+
+
+def test_serve_workers_share_one_port_and_stop_together(tmp_path):
+    import concurrent.futures
+
+    with serving(tmp_path / "w.db", args=["--workers", "2"]) as server:
+        children = [int(p) for p in subprocess.run(["pgrep", "-P", str(server.proc.pid)], capture_output=True,
+                                                    text=True).stdout.split()]
+        assert len(children) == 2
+
+        def send(i: int) -> int:
+            body = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                    "params": {"name": "send_message", "arguments": {"from": "alice", "channel": "bob",
+                                                                     "content": f"m{i}"}}}
+            r = server.master("POST", "/mcp", json=body, headers={"Accept": "application/json, text/event-stream"})
+            return r.status_code
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            codes = list(pool.map(send, range(40)))
+        assert codes == [200] * 40
+        server.terminate()
+        assert server.proc.wait(30) == 0
+        for pid in children:
+            assert not os.path.exists(f"/proc/{pid}")  # reaped by the parent
+    conn = apsw.Connection(str(tmp_path / "w.db"))
+    contents = sorted(r[0] for r in conn.execute("SELECT content FROM messages"))
+    assert contents == sorted(f"m{i}" for i in range(40))

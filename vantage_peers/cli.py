@@ -99,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "GITHUB_WEBHOOK_SECRET, and every server setting")
     serve.add_argument("--host", help="bind address (default HOST or 127.0.0.1; 0.0.0.0 exposes it to the network)")
     serve.add_argument("--port", type=int, help="port (default PORT or 3000)")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="worker processes accepting on the port (default 1; one process uses about one core)")
     serve.add_argument("--no-auth", action="store_true",
                        help="no authentication (loopback hosts only; local testing)")
     from .http.token_cli import add_parser as add_token_parser
@@ -133,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             from .http.serve import run_serve
 
-            return run_serve(args.host, args.port, no_auth=args.no_auth)
+            return run_serve(args.host, args.port, no_auth=args.no_auth, workers=args.workers)
         if args.command == "token":
             from .http.token_cli import run_token
 

@@ -7,8 +7,11 @@ database closed. Every write is one transaction, so a stop never leaves anything
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import signal
+import socket
 import sys
 
 from .asgi import LOOPBACK, base_url
@@ -16,12 +19,8 @@ from .asgi import LOOPBACK, base_url
 GRACE_SECONDS = 10
 
 
-def run_serve(host: str | None = None, port: int | None = None, *, no_auth: bool = False) -> int:
-    import uvicorn
-
-    from ..server import create_app
+def run_serve(host: str | None = None, port: int | None = None, *, no_auth: bool = False, workers: int = 1) -> int:
     from ..settings import Settings
-    from .asgi import build_http_app
 
     settings = Settings.from_env()
     host = host or settings.host
@@ -37,6 +36,25 @@ def run_serve(host: str | None = None, port: int | None = None, *, no_auth: bool
         print("vantage-peers serve: BEARER_SECRET_MASTER is not set. Generate one with `openssl rand -hex 32` "
               "and export it (or pass --no-auth on a loopback host for local testing).", file=sys.stderr)
         return 2
+    if workers < 1 or workers > 64:
+        print(f"vantage-peers serve: --workers must be between 1 and 64, got {workers}", file=sys.stderr)
+        return 2
+    if workers > 1:
+        if not hasattr(os, "fork"):
+            print("vantage-peers serve: --workers needs fork (Linux, macOS); serving with one process",
+                  file=sys.stderr)
+        else:
+            return _run_workers(settings, host, port, no_auth, workers)
+    return _serve_one(settings, host, port, no_auth)
+
+
+def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socket | None = None) -> int:
+    """One process: the app, its scheduler and uvicorn (on `sock` when a parent bound it)."""
+    import uvicorn
+
+    from ..server import create_app
+    from .asgi import build_http_app
+
     app = create_app(settings)
     logging.getLogger("mcp").setLevel(logging.WARNING)  # not one INFO line per stateless request
     starlette = build_http_app(app, host=host, port=port, no_auth=no_auth)
@@ -56,10 +74,62 @@ def run_serve(host: str | None = None, port: int | None = None, *, no_auth: bool
     try:
         config = uvicorn.Config(starlette, host=host, port=port, log_level="warning", lifespan="on",
                                 timeout_graceful_shutdown=GRACE_SECONDS, access_log=False)
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
     finally:
         if scheduler is not None:
             scheduler.stop()
         app.db.close()
     print("vantage-peers serve: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _run_workers(settings, host: str, port: int, no_auth: bool, workers: int) -> int:
+    """Pre-fork: one listening socket, `workers` processes accepting on it.
+
+    A process runs Python one thread at a time, so one serve process tops out near one core; each
+    worker is a full server (its own connections, scheduler and sessions — state lives in the file,
+    and the transport is stateless), exactly like several `serve` processes on one file. The parent
+    opens no database: it only forwards SIGTERM/SIGINT and waits.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    reuse_port = hasattr(socket, "SO_REUSEPORT")
+    # With SO_REUSEPORT each worker has its own listening socket and the kernel spreads new
+    # connections across them; one shared socket would let one worker take every keep-alive client.
+    shared = None if reuse_port else socket.create_server((host, port), family=family, backlog=2048)
+    if shared is not None:
+        shared.set_inheritable(True)
+    else:  # fail here, once, if the port is taken (a probe socket kept until the workers bound theirs)
+        probe = socket.create_server((host, port), family=family, reuse_port=True)
+    children: list[int] = []
+    for _ in range(workers):
+        pid = os.fork()
+        if pid == 0:  # the worker
+            code = 1
+            try:
+                sock = shared or socket.create_server((host, port), family=family, backlog=2048, reuse_port=True)
+                code = _serve_one(settings, host, port, no_auth, sock)
+            finally:
+                os._exit(code)
+        children.append(pid)
+    (shared or probe).close()
+
+    def forward(_sig: int, _frame: object) -> None:
+        # SIGTERM to each worker: uvicorn drains once (a forwarded SIGINT would count as a second
+        # Ctrl-C for workers that already got one from the terminal and force-quit them).
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    print(f"vantage-peers serve: {workers} worker processes on {host}:{port}", file=sys.stderr, flush=True)
+    failed = 0
+    for pid in children:
+        while True:
+            try:
+                _, status = os.waitpid(pid, 0)
+                break
+            except InterruptedError:
+                continue
+        failed += os.waitstatus_to_exitcode(status) != 0
+    return 1 if failed else 0
