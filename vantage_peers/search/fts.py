@@ -23,15 +23,7 @@ _EDGE = re.compile(r"^\W+|\W+$", re.UNICODE)
 MAX_TOKENS = 256
 
 # English function words (the classic Lucene/SMART core, plus question words and auxiliaries).
-STOPWORDS = frozenset("""
-a about above after again against all am an and any are as at be because been before being below
-between both but by can could did do does doing down during each few for from further had has have
-having he her here hers herself him himself his how i if in into is it its itself just me more most
-my myself no nor not of off on once only or other our ours ourselves out over own same she should
-so some such than that the their theirs them themselves then there these they this those through to
-too under until up very was we were what when where which while who whom why will with would you
-your yours yourself yourselves
-""".split())
+STOPWORDS = frozenset(["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves"])
 
 
 def _tokens(text: str) -> list[str]:
