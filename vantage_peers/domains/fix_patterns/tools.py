@@ -8,7 +8,7 @@ from pydantic import StrictBool
 
 from ...app import App, require_query
 from ...ids import now_ms
-from ...paging import Fields, clamp_limit
+from ...paging import Fields, check_fields, clamp_limit
 from ...records import MAX_CONTENT_BYTES, text, text_list
 from ..memory.services import services
 from . import search, store
@@ -116,15 +116,17 @@ def register(app: App) -> None:
         return db.write(lambda c: store.validate(c, pattern_id=patternId, validated_fix=fix, validated_by=caller))
 
     @app.tool("read")
-    def search_fix_patterns(query: str, limit: int | None = None, project: str | None = None) -> dict[str, Any]:
+    def search_fix_patterns(query: str, limit: int | None = None, project: str | None = None,
+                            fields: Fields = "full") -> dict[str, Any]:
         """Search fix patterns by meaning (symptom and root cause): call it BEFORE fixing any bug.
 
         Pass the error message or the symptom in your own words; a pattern is found even when
         it shares no keyword with the query. Searches every project unless `project` names one
         (a pattern's `sourceProject`). `limit` default 10, max 200. Returns `{mode, items}`,
         best first: each item is the pattern (apply its `validatedFix` when `validated`) with
-        `score` (Reciprocal Rank Fusion of BM25 and vector similarity, k=60), `matchedBy`
-        (["keyword", "vector"]), `ranks`, `similarity` and `snippet`. `mode` is "hybrid", or
+        `score` (z-score fusion of BM25 and vector similarity, vector weight 0.6), `matchedBy`
+        (["keyword", "vector"]), `ranks`, `similarity` and `snippet`. `fields="lite"` = `_id`,
+        `sourceProject`, `score`, `snippet`, `validated`, `preview` (first 160 characters of the symptom). `mode` is "hybrid", or
         "keyword" with a `reason` when no embedding is available (no key, endpoint down,
         nothing embedded yet): results then come from BM25 alone.
         """
@@ -132,8 +134,9 @@ def register(app: App) -> None:
         scope = _name(project, "project", required=False)
         size = clamp_limit(limit, search.DEFAULT_LIMIT, search.MAX_LIMIT)
         vector, reason = svc.query_vector(db, words, table=VEC)
+        projection = check_fields(fields)
         return db.read(lambda c: search.search(c, query=words, vector=vector, reason=reason, project=scope,
-                                               limit=size))
+                                               limit=size, fields=projection))
 
     @app.tool("read")
     def list_fix_patterns(

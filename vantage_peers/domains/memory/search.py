@@ -3,8 +3,11 @@
 - Keyword ranker: FTS5 BM25 over `memories_fts`; the namespace filter is a token of the FTS row
   (`nsKey`), so BM25 is computed only for rows in scope.
 - Vector ranker: KNN in the vec0 table (see search/vectors.py), namespace as partition key.
-- Fusion: Reciprocal Rank Fusion, k = 60. Each hit says which rankers found it (`matchedBy`), its
-  rank in each (`ranks`), and `similarity` (1 - cosine distance) when the vector ranker found it.
+- Fusion: z-score convex combination, vector weight 0.6 (search/fusion.py `convex`), over up to
+  DEPTH candidates per ranker. Each hit says which rankers found it (`matchedBy`), its rank in
+  each (`ranks`), and `similarity` (1 - cosine distance) when the vector ranker found it.
+- `fields="lite"`: each hit cut to `_id`, `namespace`, `type`, `score`, `snippet`, `preview`, so
+  100 hits fit the 50 KB envelope.
 The query vector is computed by the caller before the read (the network never runs inside a
 transaction); `vector=None` means keyword mode, with the reason reported.
 """
@@ -17,19 +20,34 @@ from typing import Any
 from ...db import Connection, Row
 from ...paging import fit_envelope
 from ...search import vectors
-from ...search.fts import fts_query, ranked, snippet_sql
-from ...search.fusion import fused_docs, rrf
+from ...search.fts import MAX_TOKENS, fts_query, query_tokens, ranked, snippet_sql
+from ...search.fusion import convex, fused_docs
 from ...search.vectors import Scope
-from .store import LIVE, memory_doc, scope_sql
+from .store import LIVE, PREVIEW_CHARS, memory_doc, scope_sql
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 200
 Shape = Callable[[Row], dict[str, Any]]
 
 
+DEPTH = 100  # candidates per ranker: fewer loses recall@100 on shared/ir/, more buys nothing
+LITE_KEYS = ("_id", "namespace", "type", "score", "snippet", "preview")
+
+
 def depth_for(limit: int) -> int:
     """Candidates each ranker contributes before fusion."""
-    return min(max(limit * 3, 30), 600)
+    return min(max(limit * 3, DEPTH), 600)
+
+
+def lite(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Hits projected to LITE_KEYS; `preview` = the first PREVIEW_CHARS characters of the content."""
+    out = []
+    for item in items:
+        content = str(item.get("content") or "")
+        doc = {k: item[k] for k in LITE_KEYS if k in item}
+        doc["preview"] = content if len(content) <= PREVIEW_CHARS else content[:PREVIEW_CHARS] + "…"
+        out.append(doc)
+    return out
 
 
 def _ns_token(scope: Scope) -> str:
@@ -76,7 +94,12 @@ def keyword_hits(conn: Connection, *, query: str, scope: Scope | None, types: Se
     )
 
 
-def _finish(items: list[dict[str, Any]], envelope: dict[str, Any]) -> dict[str, Any]:
+def _finish(items: list[dict[str, Any]], envelope: dict[str, Any], fields: str = "full") -> dict[str, Any]:
+    if fields == "lite":
+        items = lite(items)
+    if query_tokens(envelope.pop("_query", "")) > MAX_TOKENS:
+        envelope["queryTruncated"] = f"only the first {MAX_TOKENS} words of the query were searched"
+    envelope["items"] = items
     fit = fit_envelope(items, extra={k: v for k, v in envelope.items() if k != "items"})
     envelope["items"] = items[:fit]
     if fit < len(items):
@@ -85,14 +108,15 @@ def _finish(items: list[dict[str, Any]], envelope: dict[str, Any]) -> dict[str, 
 
 
 def text_search(conn: Connection, *, query: str, scope: Scope | None, types: Sequence[str] | None,
-                include_superseded: bool, limit: int, now: int, shape: Shape = memory_doc) -> dict[str, Any]:
+                include_superseded: bool, limit: int, now: int, shape: Shape = memory_doc,
+                fields: str = "full") -> dict[str, Any]:
     """BM25 search: rows holding every word; when none do, rows holding any of them."""
     args = dict(query=query, scope=scope, types=types, include_superseded=include_superseded, now=now, limit=limit)
     rows, match = keyword_hits(conn, **args, mode="and"), "all"
     if not rows and len(query.split()) > 1:
         rows, match = keyword_hits(conn, **args, mode="or"), "any"
     items = ranked(rows, shape)
-    return _finish(items, {"mode": "keyword", "match": match, "items": items})
+    return _finish(items, {"mode": "keyword", "match": match, "_query": query}, fields)
 
 
 def vector_hits(conn: Connection, vector: Sequence[float], *, scope: Scope | None, types: Sequence[str] | None,
@@ -113,8 +137,8 @@ def _rows_by_seq(conn: Connection, seqs: list[int], where: list[str], params: li
 
 def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reason: str | None,
            scope: Scope | None, types: Sequence[str] | None, include_superseded: bool, limit: int, now: int,
-           shape: Shape = memory_doc, use_keyword: bool = True) -> dict[str, Any]:
-    """Fuse BM25 and KNN by RRF; keyword mode (with `reason`) when there is no query vector.
+           shape: Shape = memory_doc, use_keyword: bool = True, fields: str = "full") -> dict[str, Any]:
+    """Fuse BM25 and KNN (z-score convex); keyword mode (with `reason`) when there is no query vector.
 
     `use_keyword=False` is the semantic-only ranking (cosine order) of search_episodes_by_semantic,
     which still answers from BM25 when no vector is available.
@@ -129,17 +153,18 @@ def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
     if vector is not None:
         distances = dict(vector_hits(conn, vector, scope=scope, types=types,
                                      include_superseded=include_superseded, now=now, k=depth))
-    lists: dict[str, list[int]] = {}
+    lists: dict[str, list[tuple[int, float]]] = {}
     if kw_rows:
-        lists["keyword"] = list(kw_rows)
+        lists["keyword"] = [(seq, -row["rank"]) for seq, row in kw_rows.items()]
     if distances:
-        lists["vector"] = list(distances)
-    fused = rrf(lists)
+        lists["vector"] = [(seq, 1.0 - dist) for seq, dist in distances.items()]
+    fused = convex(lists)
     where, params = _filters(scope, types, include_superseded, now)
     rows = _rows_by_seq(conn, [f.key for f in fused if f.key not in kw_rows], where, params)
     items = fused_docs(fused, {**rows, **kw_rows}, distances, shape, limit)
     if vector is None:
-        envelope: dict[str, Any] = {"mode": "keyword", "reason": reason or "no query embedding", "items": items}
+        envelope: dict[str, Any] = {"mode": "keyword", "reason": reason or "no query embedding"}
     else:
-        envelope = {"mode": "hybrid" if use_keyword else "semantic", "items": items}
-    return _finish(items, envelope)
+        envelope = {"mode": "hybrid" if use_keyword else "semantic"}
+    envelope["_query"] = query
+    return _finish(items, envelope, fields)

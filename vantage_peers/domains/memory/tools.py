@@ -7,7 +7,7 @@ from typing import Any
 from ...app import App, require_query, require_text
 from ...errors import InvalidArgument
 from ...ids import now_ms
-from ...paging import Fields, clamp_limit
+from ...paging import Fields, check_fields, clamp_limit
 from ...search.doctrine import with_doctrine
 from . import indexer, search, store
 from .models import (
@@ -23,26 +23,30 @@ from .models import (
 )
 from .services import services
 
-RECALL_TOOL_DESCRIPTION = with_doctrine("""Find the memories most relevant to a question: vector similarity fused with BM25 (RRF, k=60).
+RECALL_TOOL_DESCRIPTION = with_doctrine("""Find the memories most relevant to a question: vector similarity fused with BM25.
 
 Call it before answering anything about the project. `namespace` limits the search to one
 namespace (exact, case-sensitive), `prefix/*` to every namespace under `prefix/`; omitted = all.
 `type` = one memory type or a list. `limit` default 10 (3-5 for a targeted question, 10-20 to load
 session context), max 200. Archived (superseded or soft-deleted) and expired memories are skipped
 unless `includeSuperseded`. Returns `{mode, items}`: each item has `_id`, `namespace`, `type`,
-`content`, `score` (RRF), `matchedBy` (["keyword", "vector"]), `ranks`, `similarity` when the
-vector ranker found it, `snippet` when the keyword ranker did. `mode` is "hybrid", or "keyword"
-with a `reason` when no embedding is available (no key, endpoint down): results then come from BM25.""")
+`content`, `score` (z-score fusion: 0.6 × vector + 0.4 × keyword, higher is better), `matchedBy`
+(["keyword", "vector"]), `ranks`, `similarity` when the vector ranker found it, `snippet` when the
+keyword ranker did. `fields="lite"` = `_id`, `namespace`, `type`, `score`, `snippet`, `preview`
+(first 160 characters): 100 hits fit one answer. `mode` is "hybrid", or "keyword" with a `reason`
+when no embedding is available (VP_EMBEDDINGS=none, endpoint down): results then come from BM25.""")
 
 TEXT_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Full-text BM25 search over memory content, for exact words, names and identifiers.
 
 Rows holding every word of `query` rank first; when none do, rows holding any word are returned
-(`match` says "all" or "any"). Operators and punctuation in `query` are plain text. `namespace`:
+(`match` says "all" or "any"; common English words such as "with" or "the" do not count there).
+Words are stemmed ("deploy" finds "deployed"); ids, SHAs, paths and snake_case match exactly.
+Operators and punctuation in `query` are plain text; `fields="lite"` as in recall. `namespace`:
 exact, `prefix/*`, or omitted for all. `limit` default 10, max 200. Returns `{mode: "keyword",
 match, items}`; each item is the memory with `score` (higher is better) and a `snippet` with the
 matches in [brackets]. Archived and expired memories are skipped unless `includeSuperseded`.""")
 
-HYBRID_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Combined vector + BM25 search over memories, fused by Reciprocal Rank Fusion (k=60).
+HYBRID_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Combined vector + BM25 search over memories (z-score fusion, vector weight 0.6).
 
 Same arguments and result as recall: `{mode, items}` with `score`, `matchedBy` and `ranks` per hit;
 `mode` is "keyword" (with a `reason`) when no query embedding is available, never an empty result
@@ -67,19 +71,20 @@ def register(app: App) -> None:
     app.add_job("memory-expiry", lambda: db.write(lambda c: store.purge_expired(c)))
 
     def run_search(query: Any, namespace: str | None, type_: Any, limit: int | None, include: bool | None,
-                   *, keyword_only: bool = False) -> dict[str, Any]:
+                   fields: Any = "full", *, keyword_only: bool = False) -> dict[str, Any]:
         text = require_query(query)
+        projection = check_fields(fields)
         scope = store.scope_of(namespace)
         types = check_types(type_)
         size = clamp_limit(limit, search.DEFAULT_LIMIT, search.MAX_LIMIT)
         now = now_ms()
         if keyword_only:
             return db.read(lambda c: search.text_search(
-                c, query=text, scope=scope, types=types, include_superseded=bool(include), limit=size, now=now))
+                c, query=text, scope=scope, types=types, include_superseded=bool(include), limit=size, now=now, fields=projection))
         vector, reason = svc.query_vector(db, text)
         return db.read(lambda c: search.hybrid(
             c, query=text, vector=vector, reason=reason, scope=scope, types=types,
-            include_superseded=bool(include), limit=size, now=now))
+            include_superseded=bool(include), limit=size, now=now, fields=projection))
 
     @app.tool("write")
     def store_memory(
@@ -169,8 +174,9 @@ def register(app: App) -> None:
         type: TypeFilterArg = None,
         limit: int | None = None,
         includeSuperseded: bool = False,
+        fields: Fields = "full",
     ) -> dict[str, Any]:
-        return run_search(query, namespace, type, limit, includeSuperseded)
+        return run_search(query, namespace, type, limit, includeSuperseded, fields)
 
     @app.tool("read", description=TEXT_SEARCH_TOOL_DESCRIPTION)
     def text_search(
@@ -179,8 +185,9 @@ def register(app: App) -> None:
         limit: int | None = None,
         type: TypeFilterArg = None,
         includeSuperseded: bool = False,
+        fields: Fields = "full",
     ) -> dict[str, Any]:
-        return run_search(query, namespace, type, limit, includeSuperseded, keyword_only=True)
+        return run_search(query, namespace, type, limit, includeSuperseded, fields, keyword_only=True)
 
     @app.tool("read", description=HYBRID_SEARCH_TOOL_DESCRIPTION)
     def hybrid_search(
@@ -189,5 +196,6 @@ def register(app: App) -> None:
         limit: int | None = None,
         type: TypeFilterArg = None,
         includeSuperseded: bool = False,
+        fields: Fields = "full",
     ) -> dict[str, Any]:
-        return run_search(query, namespace, type, limit, includeSuperseded)
+        return run_search(query, namespace, type, limit, includeSuperseded, fields)
