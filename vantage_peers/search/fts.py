@@ -26,6 +26,30 @@ MAX_TOKENS = 256
 STOPWORDS = frozenset(["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves"])
 
 
+# FTS5's porter stems "deploy", "deployed", "deploys" to "deploi" (step 1c turns a final y into i)
+# but "deployment" to "deploy" (step 4 strips "ment" after 1c ran). A query word ending in a
+# vowel + y (or that plus one of those suffixes) is searched as itself OR its other form, so the
+# whole family matches whichever word the query uses. Letters only: identifiers are left alone.
+_Y_STEM = re.compile(r"([a-z]*[aeiou]y)(s|ed|ing)?", re.ASCII)
+_Y_SUFFIXED = re.compile(r"([a-z]*[aeiou]y)(ment|ments|er|ers|able|ance|ence|al|ant|ent|ism|ist|ive|ous|ize)",
+                         re.ASCII)
+
+
+def _quoted(raw: str) -> str:
+    return '"' + raw.replace('"', '""') + '"'
+
+
+def _term(raw: str) -> str:
+    """One query token as an FTS5 term: the quoted token, or a group with its other porter form."""
+    word = raw.lower()
+    other = None
+    if (m := _Y_SUFFIXED.fullmatch(word)) is not None:
+        other = m.group(1)
+    elif (m := _Y_STEM.fullmatch(word)) is not None and len(m.group(1)) > 3:
+        other = m.group(1) + "ment"
+    return _quoted(raw) if other is None else f"({_quoted(raw)} OR {_quoted(other)})"
+
+
 def _tokens(text: str) -> list[str]:
     # NUL ends a C string inside FTS5's parser, leaving a quote unterminated: drop control chars.
     return [raw for raw in _CONTROL.sub(" ", text).split() if _WORD.search(raw)]  # punctuation-only: no match
@@ -50,8 +74,7 @@ def fts_query(text: str, mode: Literal["and", "or"] = "and") -> str | None:
     tokens = tokens[:MAX_TOKENS]
     if not tokens:
         return None
-    quoted = ['"' + raw.replace('"', '""') + '"' for raw in tokens]
-    return (" OR " if mode == "or" else " ").join(quoted)
+    return (" OR " if mode == "or" else " ").join(_term(raw) for raw in tokens)
 
 
 def snippet_sql(table: str, column_index: int = 0, tokens: int = 12) -> str:
