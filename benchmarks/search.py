@@ -190,6 +190,95 @@ def int8_study(db: Database, namespace: str, queries: list[bytes], k: int = 30) 
     db.write(lambda c: c.execute("DROP TABLE bench_int8"))
 
 
+class FastEndpoint:
+    """An OpenAI-compatible `/v1/embeddings` server on 127.0.0.1 answering from precomputed bodies, so
+    the client side (request, JSON, decoding, storing) is what gets measured."""
+
+    def __init__(self, dims: int) -> None:
+        import base64
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        import numpy as np
+
+        rng = np.random.default_rng(3)
+        pool = rng.standard_normal((64, dims)).astype("<f4")
+        pool /= np.linalg.norm(pool, axis=1, keepdims=True)
+        b64 = [base64.b64encode(v.tobytes()).decode() for v in pool]
+        floats = [v.tolist() for v in pool]
+        bodies: dict[tuple[int, str], bytes] = {}
+
+        def body(n: int, fmt: str) -> bytes:
+            if (n, fmt) not in bodies:
+                data = [{"object": "embedding", "index": i, "embedding": (b64 if fmt == "base64" else floats)[i % 64]}
+                        for i in range(n)]
+                bodies[(n, fmt)] = json.dumps({"object": "list", "data": data, "model": "fast",
+                                               "usage": {"prompt_tokens": n, "total_tokens": n}}).encode()
+            return bodies[(n, fmt)]
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a: object) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                req = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                out = body(len(req["input"]), req.get("encoding_format") or "float")
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def embedding_io(args: argparse.Namespace, workdir: Path) -> None:
+    """One 64-input batch through the openai client's parsed floats (before) vs our raw base64 read
+    (after), then `vantage-peers reindex` throughput against the fast loopback endpoint."""
+    import io
+
+    import openai
+
+    from vantage_peers.domains.memory import maintenance
+    from vantage_peers.search.embeddings import OpenAIEmbedder
+    from vantage_peers.settings import Settings
+
+    print(f"\n== embedding I/O: fast loopback endpoint, {args.dims} dims ==")
+    fake = FastEndpoint(args.dims)
+    try:
+        client = openai.OpenAI(api_key="k", base_url=fake.url, max_retries=0)
+        texts = [f"text {i}" for i in range(64)]
+        before = timed(lambda: [list(d.embedding) for d in client.embeddings.create(
+            model="fast", input=texts, encoding_format="float").data], 20)
+        ours = OpenAIEmbedder(model="fast", api_key="k", base_url=fake.url, dimensions=None)
+        after = timed(lambda: ours.embed(texts), 20)
+        report("64 x embed, client floats (before)", before)
+        report("64 x embed, raw base64 (after)", after)
+        settings = Settings.from_env({"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.url,
+                                      "VP_EMBEDDING_MODEL": "fast"}, dotenv=False).model_copy(
+            update={"db_path": workdir / "reindex.db", "scheduler": False})
+        db = Database(settings.db_path)
+        migrate(db)
+        bulk_load(db, Corpus(), ["project/reindex"], args.reindex)
+        start = time.perf_counter()
+        code = maintenance.reindex(settings, db, err=io.StringIO())
+        took = time.perf_counter() - start
+        n = db.read(vectors.count)
+        print(f"  reindex: {n} vectors in {took:.1f} s = {n / took:,.0f} vectors/s (exit {code})")
+        db.close()
+    finally:
+        fake.stop()
+
+
 def scenario(name: str, total: int, n_namespaces: int, args: argparse.Namespace, workdir: Path) -> None:
     print(f"\n== {name}: {total} memories over {n_namespaces} namespace(s), {args.dims} dims ==")
     path = workdir / f"{name}.db"
@@ -281,9 +370,12 @@ def main() -> None:
     parser.add_argument("--dims", type=int, default=1536)
     parser.add_argument("--queries", type=int, default=100, help="queries per measurement")
     parser.add_argument("--store-samples", type=int, default=200, help="store_memory calls measured")
+    parser.add_argument("--reindex", type=int, default=5000, help="memories re-embedded by the I/O test (0=skip)")
     parser.add_argument("--dir", type=Path, default=None, help="where to put the DB files (default: a temp dir)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        if args.reindex:
+            embedding_io(args, Path(tmp))
         if args.small:
             scenario("single", args.small, 1, args, Path(tmp))
         if args.large:

@@ -95,7 +95,7 @@ OFFLINE_SCRIPT = textwrap.dedent("""
     socket.getaddrinfo = refuse
     from vantage_peers.search.local import LocalEmbedder
     vecs = LocalEmbedder().embed(["offline embedding works", "a second text"])
-    print(json.dumps({"dims": [len(v) for v in vecs], "norm": sum(x * x for x in vecs[0]), "attempts": attempts}))
+    print(json.dumps({"dims": [len(v) for v in vecs], "norm": float(sum(float(x) ** 2 for x in vecs[0])), "attempts": attempts}))
 """)
 
 
@@ -156,7 +156,8 @@ def _b64(values: list[float]) -> str:
 
 def test_raw_responses_decode_base64_and_floats_and_refuse_garbage():
     body = {"data": [{"index": 1, "embedding": _b64([0.0, 1.0])}, {"index": 0, "embedding": _b64([1.0, 0.5])}]}
-    assert decode_response(body, 2) == [[1.0, 0.5], [0.0, 1.0]]  # sorted by index
+    rows = decode_response(body, 2)
+    assert [r.tolist() for r in rows] == [[1.0, 0.5], [0.0, 1.0]] and rows[0].dtype == "float32"  # by index
     assert decode_response({"data": [{"index": 0, "embedding": [0.25, 2]}]}, 1) == [[0.25, 2]]
     bad = [
         ({"data": []}, 1, "0 embeddings for 1"),

@@ -103,9 +103,10 @@ class LocalEmbedder:
             raise EmbeddingError("the local model produced a non-finite vector")
         return out
 
-    def embed(self, texts: Sequence[str], *, timeout: float = 0.0) -> list[list[float]]:
-        """Same contract as the OpenAI provider (`timeout` does not apply: nothing waits on a network)."""
-        return self.embed_array(texts).tolist()
+    def embed(self, texts: Sequence[str], *, timeout: float = 0.0) -> list[Any]:
+        """Same contract as the OpenAI provider: one float32 row per text (`timeout` does not apply:
+        nothing waits on a network)."""
+        return list(self.embed_array(texts))
 
     def describe(self) -> str:
         return f"{MODEL} (local ONNX, {DIMENSIONS} dims, {threads()} thread(s), {'loaded' if self.loaded else 'loads on first use'})"

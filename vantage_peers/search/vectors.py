@@ -94,6 +94,9 @@ class Scope:
 
 
 def pack(vector: Sequence[float]) -> bytes:
+    """float32 bytes for vec0; numpy float32 rows (the embedding providers' output) without a copy per float."""
+    if getattr(vector, "dtype", None) is not None and str(vector.dtype) == "float32":  # type: ignore[attr-defined]
+        return vector.tobytes()  # type: ignore[attr-defined]
     return array("f", vector).tobytes()
 
 
