@@ -35,7 +35,7 @@ from vantage_peers.db import Database, migrate  # noqa: E402
 from vantage_peers.domains.memory import indexer, store  # noqa: E402
 from vantage_peers.domains.memory import search as msearch  # noqa: E402
 from vantage_peers.ids import now_ms  # noqa: E402
-from vantage_peers.search import vectors  # noqa: E402
+from vantage_peers.search import ann, vectors  # noqa: E402
 
 TYPES = ["fact", "decision", "note", "procedure", "architecture", "feedback"]
 SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "ta", "vo", "shi", "zen", "pa", "do", "gu", "bex", "qui", "fa", "yo"]
@@ -279,6 +279,30 @@ def embedding_io(args: argparse.Namespace, workdir: Path) -> None:
         fake.stop()
 
 
+def exact_vs_approx(db: Database, embedder: LocalEmbedder, queries: list[str], scope: vectors.Scope) -> None:
+    """recall@10 and KNN time of the approximate path against exact search (k=10 and k=100, as recall asks)."""
+    now = now_ms()
+    for label, sc in (("namespace", scope), ("all namespaces", None)):
+        for k in (10, 100):
+            overlap, t_exact, t_approx, used = [], [], [], False
+            for q in queries[:50]:
+                vec = embedder.embed([q])[0]
+                args = {"k": k, "scope": sc, "types": None, "include_superseded": False, "now": now}
+                start = time.perf_counter()
+                exact = db.read(lambda c, a=args, v=vec: vectors.knn(c, v, approximate=False, **a))
+                t_exact.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                approx = db.read(lambda c, a=args, v=vec: vectors.knn(c, v, approximate=True, **a))
+                t_approx.append(time.perf_counter() - start)
+                used = used or db.read(lambda c, v=vec, s=sc, k=k: ann.candidates(
+                    c, vectors.TABLE, v, k=k, scope=s)) is not None
+                top = {s for s, _ in exact[:10]}
+                overlap.append(len(top & {s for s, _ in approx[:10]}) / max(1, len(top)))
+            how = "approximate" if used else f"exact (scope < {ann.APPROX_MIN} vectors)"
+            print(f"  KNN k={k:<3} {label:<15} exact p50 {pct(t_exact, 0.5):7.2f} ms -> {how} p50 "
+                  f"{pct(t_approx, 0.5):7.2f} ms; recall@10 vs exact {statistics.mean(overlap):.3f}")
+
+
 def scenario(name: str, total: int, n_namespaces: int, args: argparse.Namespace, workdir: Path) -> None:
     print(f"\n== {name}: {total} memories over {n_namespaces} namespace(s), {args.dims} dims ==")
     path = workdir / f"{name}.db"
@@ -339,19 +363,30 @@ def scenario(name: str, total: int, n_namespaces: int, args: argparse.Namespace,
                                              include_superseded=False, limit=10, now=now))
         return go
 
-    for label, fn in (("text_search", run_text), ("recall (type filter, limit 10)", run_hybrid(["fact", "decision"])),
-                      ("hybrid_search (limit 10)", run_hybrid(None))):
-        fn()  # warm the page cache
-        report(f"{label} [{target}]", timed(fn, args.queries))
-    if n_namespaces > 1:
-        global_scope = None
+    def run_all() -> None:
+        q = queries[next(it) % len(queries)]
+        vec = embedder.embed([q])[0]
+        db.read(lambda c: msearch.hybrid(c, query=q, vector=vec, reason=None, scope=None, types=None,
+                                         include_superseded=False, limit=10, now=now))
 
-        def run_all() -> None:
-            q = queries[next(it) % len(queries)]
-            vec = embedder.embed([q])[0]
-            db.read(lambda c: msearch.hybrid(c, query=q, vector=vec, reason=None, scope=global_scope, types=None,
-                                             include_superseded=False, limit=10, now=now))
-        report("hybrid_search (all namespaces)", timed(run_all, max(5, args.queries // 4)))
+    # "before": exact vec0 KNN, no mmap (the previous defaults); "after": mmap + the approximate
+    # first pass wherever a scope holds at least ann.APPROX_MIN vectors.
+    threshold = ann.APPROX_MIN
+    for phase in ("before", "after"):
+        ann.APPROX_MIN = 1 << 62 if phase == "before" else threshold
+        db.conn.execute(f"PRAGMA mmap_size={0 if phase == 'before' else 1 << 30}")
+        print(f"  -- {phase}: {'exact KNN, mmap off' if phase == 'before' else 'mmap on, approximate first pass'}")
+        for label, fn, runs in (
+                ("text_search", run_text, args.queries),
+                ("recall (type filter, limit 10)", run_hybrid(["fact", "decision"]), args.queries),
+                ("hybrid_search (limit 10)", run_hybrid(None), args.queries),
+                ("hybrid_search (all namespaces)", run_all, max(5, args.queries // 4))):
+            if label.endswith("(all namespaces)") and n_namespaces == 1:
+                continue
+            fn()  # warm the page cache (and the sign-code cache)
+            report(f"{label} [{'*' if label.endswith('(all namespaces)') else target}]", timed(fn, runs))
+    ann.APPROX_MIN = threshold
+    exact_vs_approx(db, embedder, queries, scope)
     report("query embedding alone (local)", timed(lambda: embedder.embed([queries[0]]), args.queries))
 
     sizes = storage(db)
