@@ -166,3 +166,18 @@ def test_migration_006_rebuilds_every_fts_index_of_a_version_5_file(db_path):
             assert new in ids(tools.call("text_search", query="redeployment"))
     finally:
         app.db.close()
+
+
+def test_lite_fields_on_episode_and_fix_pattern_searches(tools):
+    from test_fix_patterns_search import seed
+
+    target = seed(tools)
+    found = tools.call("search_fix_patterns", query="datastore rollout", fields="lite")
+    assert found["items"][0]["_id"] == target
+    assert set(found["items"][0]) == {"_id", "sourceProject", "score", "snippet", "validated", "preview"}
+    tools.call("store_episode", namespace=NS, context="prod outage", goal="restore", action="rolled back",
+               outcome="restored", insight="canary first", severity="high", createdBy="t")
+    for tool in ("search_episodes_by_keyword", "search_episodes_by_semantic"):
+        hits = tools.call(tool, query="outage", fields="lite")["items"]
+        assert len(hits) == 1 and set(hits[0]) <= {"_id", "namespace", "type", "score", "snippet", "preview"}
+        assert hits[0]["type"] == "episode" and "Context: prod outage" in hits[0]["preview"]
