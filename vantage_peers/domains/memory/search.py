@@ -80,18 +80,34 @@ def _filters(scope: Scope | None, types: Sequence[str] | None, include_supersede
 
 
 def keyword_hits(conn: Connection, *, query: str, scope: Scope | None, types: Sequence[str] | None,
-                 include_superseded: bool, now: int, limit: int, mode: str = "and") -> list[Row]:
-    """Rows best BM25 first, each with `rank` (lower is better) and `snippet`."""
+                 include_superseded: bool, now: int, limit: int, mode: str = "and",
+                 snippets: bool = True) -> list[Row]:
+    """Rows best BM25 first, each with `rank` (lower is better) and `snippet` (unless `snippets=False`)."""
     match = fts_match(query, scope, mode)
     if match is None:
         return []
     where, params = _filters(scope, types, include_superseded, now)
+    snippet = f", {snippet_sql('memories_fts')} AS snippet" if snippets else ""
     return conn.query(
-        f"SELECT m.*, bm25(memories_fts, 1.0, 0.0) AS rank, {snippet_sql('memories_fts')} AS snippet "
+        f"SELECT m.*, bm25(memories_fts, 1.0, 0.0) AS rank{snippet} "
         "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
         f"WHERE memories_fts MATCH ? AND {' AND '.join(where)} ORDER BY rank LIMIT ?",
         [match, *params, limit],
     )
+
+
+def add_snippets(conn: Connection, rows: dict[int, Row], seqs: Sequence[int], *, query: str,
+                 scope: Scope | None) -> None:
+    """Set `snippet` on the rows of `seqs`: snippets are computed for the hits returned only, not
+    for every candidate the fusion looked at (a snippet costs more than the BM25 ranking itself)."""
+    match = fts_match(query, scope, "or")
+    wanted = [seq for seq in seqs if seq in rows]
+    if match is None or not wanted:
+        return
+    marks = ",".join("?" for _ in wanted)
+    for row in conn.query(f"SELECT rowid AS seq, {snippet_sql('memories_fts')} AS snippet FROM memories_fts "
+                          f"WHERE memories_fts MATCH ? AND rowid IN ({marks})", [match, *wanted]):
+        rows[row["seq"]] = {**rows[row["seq"]], "snippet": row["snippet"]}
 
 
 def _finish(items: list[dict[str, Any]], envelope: dict[str, Any], fields: str = "full") -> dict[str, Any]:
@@ -146,8 +162,8 @@ def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
     depth = depth_for(limit)
     kw_rows: dict[int, Row] = {}
     if use_keyword or vector is None:
-        for row in keyword_hits(conn, query=query, scope=scope, types=types,
-                                include_superseded=include_superseded, now=now, limit=depth, mode="or"):
+        for row in keyword_hits(conn, query=query, scope=scope, types=types, include_superseded=include_superseded,
+                                now=now, limit=depth, mode="or", snippets=False):
             kw_rows[row["seq"]] = row
     distances: dict[int, float] = {}
     if vector is not None:
@@ -161,6 +177,7 @@ def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
     fused = convex(lists)
     where, params = _filters(scope, types, include_superseded, now)
     rows = _rows_by_seq(conn, [f.key for f in fused if f.key not in kw_rows], where, params)
+    add_snippets(conn, kw_rows, [f.key for f in fused[: limit * 2]], query=query, scope=scope)
     items = fused_docs(fused, {**rows, **kw_rows}, distances, shape, limit)
     if vector is None:
         envelope: dict[str, Any] = {"mode": "keyword", "reason": reason or "no query embedding"}
