@@ -298,7 +298,7 @@ def exact_vs_approx(db: Database, embedder: LocalEmbedder, queries: list[str], s
                     c, vectors.TABLE, v, k=k, scope=s)) is not None
                 top = {s for s, _ in exact[:10]}
                 overlap.append(len(top & {s for s, _ in approx[:10]}) / max(1, len(top)))
-            how = "approximate" if used else f"exact (scope < {ann.APPROX_MIN} vectors)"
+            how = "approximate" if used else f"exact (scope < {ann.APPROX_MIN_FLOATS:,} floats)"
             print(f"  KNN k={k:<3} {label:<15} exact p50 {pct(t_exact, 0.5):7.2f} ms -> {how} p50 "
                   f"{pct(t_approx, 0.5):7.2f} ms; recall@10 vs exact {statistics.mean(overlap):.3f}")
 
@@ -370,10 +370,10 @@ def scenario(name: str, total: int, n_namespaces: int, args: argparse.Namespace,
                                          include_superseded=False, limit=10, now=now))
 
     # "before": exact vec0 KNN, no mmap (the previous defaults); "after": mmap + the approximate
-    # first pass wherever a scope holds at least ann.APPROX_MIN vectors.
-    threshold = ann.APPROX_MIN
+    # first pass wherever a scope holds at least ann.APPROX_MIN_FLOATS floats.
+    threshold = ann.APPROX_MIN_FLOATS
     for phase in ("before", "after"):
-        ann.APPROX_MIN = 1 << 62 if phase == "before" else threshold
+        ann.APPROX_MIN_FLOATS = 1 << 62 if phase == "before" else threshold
         db.conn.execute(f"PRAGMA mmap_size={0 if phase == 'before' else 1 << 30}")
         print(f"  -- {phase}: {'exact KNN, mmap off' if phase == 'before' else 'mmap on, approximate first pass'}")
         for label, fn, runs in (
@@ -385,7 +385,7 @@ def scenario(name: str, total: int, n_namespaces: int, args: argparse.Namespace,
                 continue
             fn()  # warm the page cache (and the sign-code cache)
             report(f"{label} [{'*' if label.endswith('(all namespaces)') else target}]", timed(fn, runs))
-    ann.APPROX_MIN = threshold
+    ann.APPROX_MIN_FLOATS = threshold
     exact_vs_approx(db, embedder, queries, scope)
     report("query embedding alone (local)", timed(lambda: embedder.embed([queries[0]]), args.queries))
 

@@ -27,7 +27,7 @@ def _vec(rng: random.Random) -> list[float]:
 
 @pytest.fixture
 def filled(db_path, monkeypatch):
-    monkeypatch.setattr(ann, "APPROX_MIN", 100)
+    monkeypatch.setattr(ann, "APPROX_MIN_FLOATS", 100 * DIMS)
     monkeypatch.setattr(ann, "MIN_CANDIDATES", 60)
     db = Database(db_path)
     migrate(db)

@@ -1,7 +1,8 @@
 """Approximate first pass for large memory-vector scopes: sign bits in numpy, exact float rescoring.
 
 sqlite-vec 0.1.9's KNN is a brute-force scan compiled without SIMD: 100k × 1536 floats cost
-≈0.2–0.3 s a query. For scopes of at least APPROX_MIN vectors a query instead
+≈0.2–0.3 s a query. For scopes of at least APPROX_MIN_FLOATS floats (vectors × dimensions: ≈5,200 vectors at
+1536 dims, ≈21,000 at 384) a query instead
 1. ranks the scope by Hamming distance between sign bits (1 bit per dimension: 192 bytes for 1536
    dims), held in a per-process numpy cache — `np.bitwise_count` over 100k codes takes a few ms;
 2. rescores the best max(OVERSAMPLE × k, MIN_CANDIDATES) candidates with the exact cosine distance
@@ -26,7 +27,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-APPROX_MIN = 20_000  # smaller scopes: the exact vec0 KNN is already fast (≤ ≈20 ms at 1536 dims)
+# Smaller scopes use the exact vec0 KNN: it scans ≈8M floats in ≈10 ms on an idle core, and sign
+# bits lose more of the ranking at low dimension (a 384-d model only switches at ≈21k vectors).
+APPROX_MIN_FLOATS = 8_000_000
 OVERSAMPLE = 4
 MIN_CANDIDATES = 200
 META_GEN = "embedding.bits.gen"
@@ -76,9 +79,12 @@ class _Cache:
     """One file's sign codes: `seqs[i]`, `parts[i]` (index into `names`), `codes[i]` (uint8 bytes)."""
 
     def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
         import numpy as np
 
-        self.lock = threading.Lock()
         self.epoch: str | None = None
         self.gen = -1
         self.index: dict[int, int] = {}
@@ -95,7 +101,7 @@ class _Cache:
             "SELECT key, value FROM meta WHERE key IN (?, ?)", (META_GEN, META_EPOCH))}
         epoch, gen = state.get(META_EPOCH), int(state.get(META_GEN, 0))
         if epoch != self.epoch or gen < self.gen:
-            self.__init__()  # type: ignore[misc]  # tables re-created (reindex): start over
+            self._reset()  # tables re-created (reindex): start over
             self.epoch = epoch
         if gen == self.gen:
             return
@@ -163,14 +169,15 @@ def candidates(conn: Any, name: str, vector: Any, *, k: int, scope: Any) -> list
     cache = _cache_for(conn)
     with cache.lock:
         cache.refresh(conn, name)
-        if len(cache.seqs) < APPROX_MIN:
+        dims = cache.codes.shape[1] * 8
+        if len(cache.seqs) * dims < APPROX_MIN_FLOATS:
             return None
         mask = cache.scope_mask(scope)
         if mask is None:
             seqs, codes = cache.seqs, cache.codes
         else:
             picked = np.flatnonzero(mask)
-            if len(picked) < APPROX_MIN:
+            if len(picked) * dims < APPROX_MIN_FLOATS:
                 return None
             seqs, codes = cache.seqs[picked], cache.codes[picked]
         query = np.frombuffer(signs(vector), dtype=np.uint8)
