@@ -57,8 +57,9 @@ class Connection:
             _retry_busy(lambda: self.raw.execute(f"PRAGMA journal_mode={journal_mode}").fetchall())
         if journal_mode == "wal":
             # Memory-mapped reads: vec0's KNN scans its vector chunks through the page cache without
-            # a copy per page (measured: -37% KNN CPU). WAL already means a local disk (network
-            # drives run VP_JOURNAL_MODE=delete), where mmap is safe; the mapping is shared, not RSS.
+            # a copy per page (benchmarks/search.py: namespaced hybrid_search at 100k -36%). WAL
+            # means a local disk (network drives run VP_JOURNAL_MODE=delete), where mmap is safe;
+            # the mapping is shared between processes, not private memory.
             self.raw.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         self.in_tx: str | None = None  # "read" or "write" while a transaction is open
 
