@@ -30,6 +30,9 @@ def test_stemming_matches_deploy_deployed_deployment(tools):
     put(tools, "Lunch is at noon")
     for query in ("deploy", "deployed", "deployment", "deploying"):
         assert set(ids(tools.call("text_search", query=query))) == {a, b, c}, query
+    # A stem group inside an all-words query (FTS5 needs an explicit AND after a group).
+    assert ids(tools.call("text_search", query="deployment failed staging")) == [c]
+    assert ids(tools.call("text_search", query="failed deploy")) == [c]
 
 
 def test_stopwords_do_not_rank(tools):

@@ -74,7 +74,11 @@ def fts_query(text: str, mode: Literal["and", "or"] = "and") -> str | None:
     tokens = tokens[:MAX_TOKENS]
     if not tokens:
         return None
-    return (" OR " if mode == "or" else " ").join(_term(raw) for raw in tokens)
+    terms = [_term(raw) for raw in tokens]
+    if mode == "or":
+        return " OR ".join(terms)
+    # FTS5 reads "a b" as a AND b, but not "(a OR b) c": say AND when a term is a group.
+    return (" AND " if any(t.startswith("(") for t in terms) else " ").join(terms)
 
 
 def snippet_sql(table: str, column_index: int = 0, tokens: int = 12) -> str:
