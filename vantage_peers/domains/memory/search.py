@@ -81,15 +81,16 @@ def _filters(scope: Scope | None, types: Sequence[str] | None, include_supersede
 
 def keyword_hits(conn: Connection, *, query: str, scope: Scope | None, types: Sequence[str] | None,
                  include_superseded: bool, now: int, limit: int, mode: str = "and",
-                 snippets: bool = True) -> list[Row]:
-    """Rows best BM25 first, each with `rank` (lower is better) and `snippet` (unless `snippets=False`)."""
+                 candidates: bool = False) -> list[Row]:
+    """Rows best BM25 first, each with `rank` (lower is better) and `snippet`; `candidates=True`
+    returns only `seq` and `rank` (the fusion's input: whole rows are read for the hits kept)."""
     match = fts_match(query, scope, mode)
     if match is None:
         return []
     where, params = _filters(scope, types, include_superseded, now)
-    snippet = f", {snippet_sql('memories_fts')} AS snippet" if snippets else ""
+    columns = "m.seq AS seq" if candidates else f"m.*, {snippet_sql('memories_fts')} AS snippet"
     return conn.query(
-        f"SELECT m.*, bm25(memories_fts, 1.0, 0.0) AS rank{snippet} "
+        f"SELECT {columns}, bm25(memories_fts, 1.0, 0.0) AS rank "
         "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
         f"WHERE memories_fts MATCH ? AND {' AND '.join(where)} ORDER BY rank LIMIT ?",
         [match, *params, limit],
@@ -160,25 +161,28 @@ def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
     which still answers from BM25 when no vector is available.
     """
     depth = depth_for(limit)
-    kw_rows: dict[int, Row] = {}
+    kw_ranks: dict[int, float] = {}
     if use_keyword or vector is None:
         for row in keyword_hits(conn, query=query, scope=scope, types=types, include_superseded=include_superseded,
-                                now=now, limit=depth, mode="or", snippets=False):
-            kw_rows[row["seq"]] = row
+                                now=now, limit=depth, mode="or", candidates=True):
+            kw_ranks[row["seq"]] = row["rank"]
     distances: dict[int, float] = {}
     if vector is not None:
         distances = dict(vector_hits(conn, vector, scope=scope, types=types,
                                      include_superseded=include_superseded, now=now, k=depth))
     lists: dict[str, list[tuple[int, float]]] = {}
-    if kw_rows:
-        lists["keyword"] = [(seq, -row["rank"]) for seq, row in kw_rows.items()]
+    if kw_ranks:
+        lists["keyword"] = [(seq, -rank) for seq, rank in kw_ranks.items()]
     if distances:
         lists["vector"] = [(seq, 1.0 - dist) for seq, dist in distances.items()]
     fused = convex(lists)
     where, params = _filters(scope, types, include_superseded, now)
-    rows = _rows_by_seq(conn, [f.key for f in fused if f.key not in kw_rows], where, params)
-    add_snippets(conn, kw_rows, [f.key for f in fused[: limit * 2]], query=query, scope=scope)
-    items = fused_docs(fused, {**rows, **kw_rows}, distances, shape, limit)
+    # Whole rows (and snippets) only for the head of the fused list; a key whose row is gone
+    # (deleted since it was ranked) is skipped, so read a margin beyond `limit`.
+    head = [f.key for f in fused[: limit * 2 + 10]]
+    rows = _rows_by_seq(conn, head, where, params)
+    add_snippets(conn, rows, [seq for seq in head if seq in kw_ranks], query=query, scope=scope)
+    items = fused_docs(fused[: len(head)], rows, distances, shape, limit)
     if vector is None:
         envelope: dict[str, Any] = {"mode": "keyword", "reason": reason or "no query embedding"}
     else:
