@@ -42,7 +42,7 @@ class Settings(BaseModel):
     tick_seconds: float = 15.0
     emit_ui_markers: bool = False
     # Embeddings (see DESIGN.md "Embeddings").
-    embeddings: str = "none"
+    embeddings: str = "local"  # from_env: "openai" when a key or base URL is set
     embedding_model: str = "text-embedding-3-small"
     embedding_dimensions: int | None = None
     openai_api_key: str | None = None
