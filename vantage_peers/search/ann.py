@@ -5,9 +5,10 @@ sqlite-vec 0.1.9's KNN is a brute-force scan compiled without SIMD: 100k × 1536
 1536 dims, ≈21,000 at 384) a query instead
 1. ranks the scope by Hamming distance between sign bits (1 bit per dimension: 192 bytes for 1536
    dims), held in a per-process numpy cache — `np.bitwise_count` over 100k codes takes a few ms;
-2. rescores the best max(OVERSAMPLE × k, MIN_CANDIDATES) candidates with the exact cosine distance
-   of their float vectors (vec0 point lookups, with the same metadata filters as the KNN), and
-   returns the k nearest of those. So the distances returned are exact; only a vector whose sign
+2. drops candidates that are expired, archived or of another type (one indexed query on
+   `memories`), rescores the best max(OVERSAMPLE × k, MIN_CANDIDATES) survivors with the exact
+   cosine distance of their float vectors (vec0 point lookups, with the same metadata filters as
+   the KNN), and returns the k nearest of those. So the distances returned are exact; only a vector whose sign
    pattern is far from the query's can be missed (benchmarks/search.py reports recall@10 against
    exact search).
 If the rescored candidates leave fewer than k hits (most were archived or filtered by type), the
@@ -32,6 +33,12 @@ from typing import Any
 APPROX_MIN_FLOATS = 8_000_000
 OVERSAMPLE = 4
 MIN_CANDIDATES = 200
+FILTER_OVERSAMPLE = 4  # sign-code candidates per rescored one, before the live/type/latest filter
+
+
+def rescored(k: int) -> int:
+    """How many candidates get their exact distance computed for a k-nearest query."""
+    return max(k * OVERSAMPLE, MIN_CANDIDATES)
 META_GEN = "embedding.bits.gen"
 META_EPOCH = "embedding.bits.epoch"
 
@@ -159,9 +166,9 @@ def _cache_for(conn: Any) -> _Cache:
         return _caches[key]
 
 
-def candidates(conn: Any, name: str, vector: Any, *, k: int, scope: Any) -> list[int] | None:
-    """Seqs of the best sign-code candidates in `scope`, or None when the scope is small (or the
-    bits table is missing): the caller then runs the exact KNN."""
+def candidates(conn: Any, name: str, vector: Any, *, k: int, scope: Any, factor: int = 1) -> list[int] | None:
+    """Seqs of the `factor × rescored(k)` best sign-code candidates in `scope`, nearest first, or
+    None when the scope is small (or the bits table is missing): the caller then runs the exact KNN."""
     import numpy as np
 
     if not exists(conn, name):
@@ -188,6 +195,7 @@ def candidates(conn: Any, name: str, vector: Any, *, k: int, scope: Any) -> list
             dist = np.bitwise_count(codes.view(np.uint64) ^ query.view(np.uint64)).sum(axis=1, dtype=np.int32)
         else:
             dist = np.bitwise_count(codes ^ query).sum(axis=1, dtype=np.int32)
-        take = min(len(seqs), max(k * OVERSAMPLE, MIN_CANDIDATES))
+        take = min(len(seqs), rescored(k) * factor)
         best = np.argpartition(dist, take - 1)[:take] if take < len(seqs) else np.arange(len(seqs))
+        best = best[np.argsort(dist[best], kind="stable")]
         return [int(s) for s in seqs[best]]

@@ -222,12 +222,36 @@ def knn(
         clauses.append(f"type IN ({','.join('?' for _ in types)})")
         params.extend(types)
     if approximate:
-        seqs = ann.candidates(conn, MEMORIES.name, vector, k=k, scope=scope)
+        # Take FILTER_OVERSAMPLE × more sign-code candidates, keep (in Hamming order) those the
+        # memories table says are live, of the type and latest — one indexed IN query, far cheaper
+        # than a vec0 lookup — and rescore only those: a filter no longer starves the first pass.
+        want = ann.rescored(k)
+        seqs = ann.candidates(conn, MEMORIES.name, vector, k=k, scope=scope, factor=ann.FILTER_OVERSAMPLE)
         if seqs is not None:
+            seqs = _live_first(conn, seqs, types=types, include_superseded=include_superseded, now=now)[:want]
             hits = rescore(conn, MEMORIES, vector, seqs, k=k, clauses=clauses, params=params)
-            if len(hits) >= min(k, len(seqs)):
+            if len(hits) >= k:
                 return hits
     return nearest(conn, MEMORIES, vector, k=k, clauses=clauses, params=params)
+
+
+def _live_first(conn: Connection, seqs: Sequence[int], *, types: Sequence[str] | None, include_superseded: bool,
+                now: int) -> list[int]:
+    """`seqs` (kept in order) whose memory is unexpired, latest unless `include_superseded`, of `types`."""
+    where = ["(expiresAt IS NULL OR expiresAt > ?)"]
+    params: list[object] = [now]
+    if not include_superseded:
+        where.append("isLatest = 1")
+    if types:
+        where.append(f"type IN ({','.join('?' for _ in types)})")
+        params.extend(types)
+    keep: set[int] = set()
+    for start in range(0, len(seqs), 900):  # SQLite's bound-parameter budget
+        part = list(seqs[start:start + 900])
+        marks = ",".join("?" for _ in part)
+        keep.update(int(r[0]) for r in conn.raw.execute(
+            f"SELECT seq FROM memories WHERE seq IN ({marks}) AND {' AND '.join(where)}", [*part, *params]))
+    return [seq for seq in seqs if seq in keep]
 
 
 def rescore(conn: Connection, table: VecTable, vector: Sequence[float], seqs: Sequence[int], *, k: int,
