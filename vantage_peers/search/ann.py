@@ -5,8 +5,9 @@ sqlite-vec 0.1.9's KNN is a brute-force scan compiled without SIMD: 100k × 1536
 1536 dims, ≈21,000 at 384) a query instead
 1. ranks the scope by Hamming distance between sign bits (1 bit per dimension: 192 bytes for 1536
    dims), held in a per-process numpy cache — `np.bitwise_count` over 100k codes takes a few ms;
-2. drops candidates that are expired, archived or of another type (one indexed query on
-   `memories`), rescores the best max(OVERSAMPLE × k, MIN_CANDIDATES) survivors with the exact
+2. (with a type filter: takes FILTER_OVERSAMPLE × more and drops those expired, archived or of
+   another type, per one indexed query on `memories`) rescores the best
+   max(OVERSAMPLE × k, MIN_CANDIDATES) with the exact
    cosine distance of their float vectors (vec0 point lookups, with the same metadata filters as
    the KNN), and returns the k nearest of those. So the distances returned are exact; only a vector whose sign
    pattern is far from the query's can be missed (benchmarks/search.py reports recall@10 against

@@ -222,13 +222,17 @@ def knn(
         clauses.append(f"type IN ({','.join('?' for _ in types)})")
         params.extend(types)
     if approximate:
-        # Take FILTER_OVERSAMPLE × more sign-code candidates, keep (in Hamming order) those the
-        # memories table says are live, of the type and latest — one indexed IN query, far cheaper
-        # than a vec0 lookup — and rescore only those: a filter no longer starves the first pass.
-        want = ann.rescored(k)
-        seqs = ann.candidates(conn, MEMORIES.name, vector, k=k, scope=scope, factor=ann.FILTER_OVERSAMPLE)
+        # With a type filter: FILTER_OVERSAMPLE × more sign-code candidates, kept (in Hamming order)
+        # when the memories table says they are live, latest and of the type — one indexed IN
+        # query, far cheaper than vec0 lookups — and only those are rescored.
+        # A type filter usually removes most candidates: pre-filter a larger set. Without one, the
+        # rescoring's own filters (latest, unexpired) drop few, and the exact KNN covers a shortfall.
+        factor = ann.FILTER_OVERSAMPLE if types else 1
+        seqs = ann.candidates(conn, MEMORIES.name, vector, k=k, scope=scope, factor=factor)
         if seqs is not None:
-            seqs = _live_first(conn, seqs, types=types, include_superseded=include_superseded, now=now)[:want]
+            if types:
+                seqs = _live_first(conn, seqs, types=types, include_superseded=include_superseded,
+                                   now=now)[:ann.rescored(k)]
             hits = rescore(conn, MEMORIES, vector, seqs, k=k, clauses=clauses, params=params)
             if len(hits) >= k:
                 return hits
