@@ -35,7 +35,7 @@ from vantage_peers.db import Database, migrate  # noqa: E402
 from vantage_peers.domains.memory import indexer, store  # noqa: E402
 from vantage_peers.domains.memory import search as msearch  # noqa: E402
 from vantage_peers.ids import now_ms  # noqa: E402
-from vantage_peers.search import vectors  # noqa: E402
+from vantage_peers.search import ann, vectors  # noqa: E402
 
 TYPES = ["fact", "decision", "note", "procedure", "architecture", "feedback"]
 SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "ta", "vo", "shi", "zen", "pa", "do", "gu", "bex", "qui", "fa", "yo"]
@@ -190,6 +190,119 @@ def int8_study(db: Database, namespace: str, queries: list[bytes], k: int = 30) 
     db.write(lambda c: c.execute("DROP TABLE bench_int8"))
 
 
+class FastEndpoint:
+    """An OpenAI-compatible `/v1/embeddings` server on 127.0.0.1 answering from precomputed bodies, so
+    the client side (request, JSON, decoding, storing) is what gets measured."""
+
+    def __init__(self, dims: int) -> None:
+        import base64
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        import numpy as np
+
+        rng = np.random.default_rng(3)
+        pool = rng.standard_normal((64, dims)).astype("<f4")
+        pool /= np.linalg.norm(pool, axis=1, keepdims=True)
+        b64 = [base64.b64encode(v.tobytes()).decode() for v in pool]
+        floats = [v.tolist() for v in pool]
+        bodies: dict[tuple[int, str], bytes] = {}
+
+        def body(n: int, fmt: str) -> bytes:
+            if (n, fmt) not in bodies:
+                data = [{"object": "embedding", "index": i, "embedding": (b64 if fmt == "base64" else floats)[i % 64]}
+                        for i in range(n)]
+                bodies[(n, fmt)] = json.dumps({"object": "list", "data": data, "model": "fast",
+                                               "usage": {"prompt_tokens": n, "total_tokens": n}}).encode()
+            return bodies[(n, fmt)]
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a: object) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                req = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                out = body(len(req["input"]), req.get("encoding_format") or "float")
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def embedding_io(args: argparse.Namespace, workdir: Path) -> None:
+    """One 64-input batch through the openai client's parsed floats (before) vs our raw base64 read
+    (after), then `vantage-peers reindex` throughput against the fast loopback endpoint."""
+    import io
+
+    import openai
+
+    from vantage_peers.domains.memory import maintenance
+    from vantage_peers.search.embeddings import OpenAIEmbedder
+    from vantage_peers.settings import Settings
+
+    print(f"\n== embedding I/O: fast loopback endpoint, {args.dims} dims ==")
+    fake = FastEndpoint(args.dims)
+    try:
+        client = openai.OpenAI(api_key="k", base_url=fake.url, max_retries=0)
+        texts = [f"text {i}" for i in range(64)]
+        before = timed(lambda: [list(d.embedding) for d in client.embeddings.create(
+            model="fast", input=texts, encoding_format="float").data], 20)
+        ours = OpenAIEmbedder(model="fast", api_key="k", base_url=fake.url, dimensions=None)
+        after = timed(lambda: ours.embed(texts), 20)
+        report("64 x embed, client floats (before)", before)
+        report("64 x embed, raw base64 (after)", after)
+        settings = Settings.from_env({"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.url,
+                                      "VP_EMBEDDING_MODEL": "fast"}, dotenv=False).model_copy(
+            update={"db_path": workdir / "reindex.db", "scheduler": False})
+        db = Database(settings.db_path)
+        migrate(db)
+        bulk_load(db, Corpus(), ["project/reindex"], args.reindex)
+        start = time.perf_counter()
+        code = maintenance.reindex(settings, db, err=io.StringIO())
+        took = time.perf_counter() - start
+        n = db.read(vectors.count)
+        print(f"  reindex: {n} vectors in {took:.1f} s = {n / took:,.0f} vectors/s (exit {code})")
+        db.close()
+    finally:
+        fake.stop()
+
+
+def exact_vs_approx(db: Database, embedder: LocalEmbedder, queries: list[str], scope: vectors.Scope) -> None:
+    """recall@10 and KNN time of the approximate path against exact search (k=10 and k=100, as recall asks)."""
+    now = now_ms()
+    for label, sc in (("namespace", scope), ("all namespaces", None)):
+        for k in (10, 100):
+            overlap, t_exact, t_approx, used = [], [], [], False
+            for q in queries[:50]:
+                vec = embedder.embed([q])[0]
+                args = {"k": k, "scope": sc, "types": None, "include_superseded": False, "now": now}
+                start = time.perf_counter()
+                exact = db.read(lambda c, a=args, v=vec: vectors.knn(c, v, approximate=False, **a))
+                t_exact.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                approx = db.read(lambda c, a=args, v=vec: vectors.knn(c, v, approximate=True, **a))
+                t_approx.append(time.perf_counter() - start)
+                used = used or db.read(lambda c, v=vec, s=sc, k=k: ann.candidates(
+                    c, vectors.TABLE, v, k=k, scope=s)) is not None
+                top = {s for s, _ in exact[:10]}
+                overlap.append(len(top & {s for s, _ in approx[:10]}) / max(1, len(top)))
+            how = "approximate" if used else f"exact (scope < {ann.APPROX_MIN_FLOATS:,} floats)"
+            print(f"  KNN k={k:<3} {label:<15} exact p50 {pct(t_exact, 0.5):7.2f} ms -> {how} p50 "
+                  f"{pct(t_approx, 0.5):7.2f} ms; recall@10 vs exact {statistics.mean(overlap):.3f}")
+
+
 def scenario(name: str, total: int, n_namespaces: int, args: argparse.Namespace, workdir: Path) -> None:
     print(f"\n== {name}: {total} memories over {n_namespaces} namespace(s), {args.dims} dims ==")
     path = workdir / f"{name}.db"
@@ -250,19 +363,30 @@ def scenario(name: str, total: int, n_namespaces: int, args: argparse.Namespace,
                                              include_superseded=False, limit=10, now=now))
         return go
 
-    for label, fn in (("text_search", run_text), ("recall (type filter, limit 10)", run_hybrid(["fact", "decision"])),
-                      ("hybrid_search (limit 10)", run_hybrid(None))):
-        fn()  # warm the page cache
-        report(f"{label} [{target}]", timed(fn, args.queries))
-    if n_namespaces > 1:
-        global_scope = None
+    def run_all() -> None:
+        q = queries[next(it) % len(queries)]
+        vec = embedder.embed([q])[0]
+        db.read(lambda c: msearch.hybrid(c, query=q, vector=vec, reason=None, scope=None, types=None,
+                                         include_superseded=False, limit=10, now=now))
 
-        def run_all() -> None:
-            q = queries[next(it) % len(queries)]
-            vec = embedder.embed([q])[0]
-            db.read(lambda c: msearch.hybrid(c, query=q, vector=vec, reason=None, scope=global_scope, types=None,
-                                             include_superseded=False, limit=10, now=now))
-        report("hybrid_search (all namespaces)", timed(run_all, max(5, args.queries // 4)))
+    # "before": exact vec0 KNN, no mmap (the previous defaults); "after": mmap + the approximate
+    # first pass wherever a scope holds at least ann.APPROX_MIN_FLOATS floats.
+    threshold = ann.APPROX_MIN_FLOATS
+    for phase in ("before", "after"):
+        ann.APPROX_MIN_FLOATS = 1 << 62 if phase == "before" else threshold
+        db.conn.execute(f"PRAGMA mmap_size={0 if phase == 'before' else 1 << 30}")
+        print(f"  -- {phase}: {'exact KNN, mmap off' if phase == 'before' else 'mmap on, approximate first pass'}")
+        for label, fn, runs in (
+                ("text_search", run_text, args.queries),
+                ("recall (type filter, limit 10)", run_hybrid(["fact", "decision"]), args.queries),
+                ("hybrid_search (limit 10)", run_hybrid(None), args.queries),
+                ("hybrid_search (all namespaces)", run_all, max(5, args.queries // 4))):
+            if label.endswith("(all namespaces)") and n_namespaces == 1:
+                continue
+            fn()  # warm the page cache (and the sign-code cache)
+            report(f"{label} [{'*' if label.endswith('(all namespaces)') else target}]", timed(fn, runs))
+    ann.APPROX_MIN_FLOATS = threshold
+    exact_vs_approx(db, embedder, queries, scope)
     report("query embedding alone (local)", timed(lambda: embedder.embed([queries[0]]), args.queries))
 
     sizes = storage(db)
@@ -281,9 +405,12 @@ def main() -> None:
     parser.add_argument("--dims", type=int, default=1536)
     parser.add_argument("--queries", type=int, default=100, help="queries per measurement")
     parser.add_argument("--store-samples", type=int, default=200, help="store_memory calls measured")
+    parser.add_argument("--reindex", type=int, default=5000, help="memories re-embedded by the I/O test (0=skip)")
     parser.add_argument("--dir", type=Path, default=None, help="where to put the DB files (default: a temp dir)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        if args.reindex:
+            embedding_io(args, Path(tmp))
         if args.small:
             scenario("single", args.small, 1, args, Path(tmp))
         if args.large:

@@ -72,7 +72,8 @@ class Tools:
 
 
 def make_settings(path: Path, **overrides: Any) -> Settings:
-    base = Settings.from_env({}, dotenv=False)
+    # Embeddings off unless a test asks for them (`embeddings="local"` or the fake endpoint).
+    base = Settings.from_env({"VP_EMBEDDINGS": "none"}, dotenv=False)
     return base.model_copy(update={"db_path": path, "scheduler": False, **overrides})
 
 

@@ -86,7 +86,8 @@ def test_fts_query_empty_and_punctuation():
     assert fts_query("   ") is None
     assert fts_query("!!! ...") is None
     assert fts_query('say "hi"') == '"say" "\"\"hi\"\""'
-    assert fts_query("a b", "or") == '"a" OR "b"'
+    assert fts_query("x b", "or") == '"x" OR "b"'
+    assert fts_query("a b", "or") == '"b"'  # stopwords leave the any-word query
 
 
 def test_clamp_limit():

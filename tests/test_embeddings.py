@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import multiprocessing
 
-import pytest
 from conftest import open_tools
 from memory_helpers import (
     API_KEY,
@@ -74,10 +73,10 @@ def test_semantic_query_finds_a_memory_sharing_no_keyword(eapp, etools):
     assert found["mode"] == "hybrid"
     top = found["items"][0]
     assert top["_id"] == target and top["matchedBy"] == ["vector"] and top["ranks"] == {"vector": 1}
-    assert top["similarity"] > 0.1 and top["score"] == pytest.approx(1 / 61, abs=1e-6)
+    assert top["similarity"] > 0.1 and top["score"] > found["items"][1]["score"]  # z-score fusion
     both = etools.call("hybrid_search", query="automobile tyres", namespace="project/cars")["items"][0]
     assert both["_id"] == target and both["matchedBy"] == ["keyword", "vector"]
-    assert both["score"] == pytest.approx(2 / 61, abs=1e-6) and "[automobile]" in both["snippet"]
+    assert both["score"] > 0 and "[automobile]" in both["snippet"]
     # Namespaces are isolated in the vector ranker too.
     assert etools.call("recall", query="car", namespace="project/other")["items"] == []
     assert etools.call("recall", query="car", namespace="project/*")["items"][0]["_id"] == target

@@ -54,7 +54,7 @@ class Settings(BaseModel):
     # VP_TOOLSETS: ("all",) or the toolset names listed at start-up (toolsets.py; core always on).
     toolsets: tuple[str, ...] = ("all",)
     # Embeddings (see DESIGN.md "Embeddings").
-    embeddings: str = "none"
+    embeddings: str = "local"  # from_env: "openai" when a key or base URL is set
     embedding_model: str = "text-embedding-3-small"
     embedding_dimensions: int | None = None
     openai_api_key: str | None = None
@@ -90,9 +90,10 @@ class Settings(BaseModel):
 
         key = get("OPENAI_API_KEY") or get("AI_GATEWAY_API_KEY")
         base = get("OPENAI_BASE_URL") or get("AI_GATEWAY_BASE_URL")
-        embeddings = (get("VP_EMBEDDINGS") or ("openai" if (key or base) else "none")).lower()
-        if embeddings not in ("openai", "none"):
-            raise InvalidArgument(f"VP_EMBEDDINGS must be 'openai' or 'none', got {embeddings!r}")
+        # No key or base URL: the bundled local model (search/local.py), never keyword-only by default.
+        embeddings = (get("VP_EMBEDDINGS") or ("openai" if (key or base) else "local")).lower()
+        if embeddings not in ("local", "openai", "none"):
+            raise InvalidArgument(f"VP_EMBEDDINGS must be 'local', 'openai' or 'none', got {embeddings!r}")
         journal = (get("VP_JOURNAL_MODE") or "wal").lower()
         if journal not in ("wal", "delete", "truncate", "persist"):
             raise InvalidArgument(f"VP_JOURNAL_MODE must be wal, delete, truncate or persist, got {journal!r}")

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..db import Connection
+from . import ann
 
 TABLE = "memories_vec"
 CHUNK_SIZE = 64
@@ -94,6 +95,9 @@ class Scope:
 
 
 def pack(vector: Sequence[float]) -> bytes:
+    """float32 bytes for vec0; numpy float32 rows (the embedding providers' output) without a copy per float."""
+    if getattr(vector, "dtype", None) is not None and str(vector.dtype) == "float32":  # type: ignore[attr-defined]
+        return vector.tobytes()  # type: ignore[attr-defined]
     return array("f", vector).tobytes()
 
 
@@ -137,6 +141,8 @@ def ensure(conn: Connection, model: str, dimensions: int, table: VecTable = MEMO
     )
     for sql in table.triggers.values():
         conn.execute(sql)
+    if table.name == MEMORIES.name:
+        ann.create(conn, table.name)  # sign codes for the approximate first pass (search/ann.py)
     conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                      [(META_MODEL, model), (META_DIMS, str(int(dimensions)))])
 
@@ -148,6 +154,7 @@ def drop(conn: Connection, tables: Sequence[VecTable] = (MEMORIES,)) -> None:
             conn.execute(f"DROP TRIGGER IF EXISTS {name}")
         if table_exists(conn, table):
             conn.execute(f"DROP TABLE {table.name}")
+        ann.drop(conn, table.name)
     conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (META_MODEL, META_DIMS))
 
 
@@ -162,6 +169,8 @@ def replace(conn: Connection, table: VecTable, rows: Sequence[tuple[int, Sequenc
         f"INSERT INTO {table.name} (rowid, {names}, embedding) VALUES (?, {marks}, ?)",
         [(seq, *values, pack(vec)) for seq, values, vec in rows],
     )
+    if table.name == MEMORIES.name:
+        ann.write(conn, table.name, [(seq, values[0], vec) for seq, values, vec in rows])
 
 
 def upsert(conn: Connection, rows: Sequence[tuple[int, str, str, int, int | None, Sequence[float]]]) -> None:
@@ -194,8 +203,10 @@ def knn(
     types: Sequence[str] | None,
     include_superseded: bool,
     now: int,
+    approximate: bool = True,
 ) -> list[tuple[int, float]]:
-    """The k nearest live memories as (seq, cosine distance), nearest first."""
+    """The k nearest live memories as (seq, cosine distance), nearest first; for large scopes by
+    sign-bit candidates rescored exactly (search/ann.py), `approximate=False` forces exact KNN."""
     clauses = ["expiresAt > ?"]
     params: list[object] = [now]
     if scope is not None and scope.kind == "exact":
@@ -210,4 +221,56 @@ def knn(
     if types:
         clauses.append(f"type IN ({','.join('?' for _ in types)})")
         params.extend(types)
+    if approximate:
+        # With a type filter: FILTER_OVERSAMPLE × more sign-code candidates, kept (in Hamming order)
+        # when the memories table says they are live, latest and of the type — one indexed IN
+        # query, far cheaper than vec0 lookups — and only those are rescored.
+        # A type filter usually removes most candidates: pre-filter a larger set. Without one, the
+        # rescoring's own filters (latest, unexpired) drop few, and the exact KNN covers a shortfall.
+        factor = ann.FILTER_OVERSAMPLE if types else 1
+        seqs = ann.candidates(conn, MEMORIES.name, vector, k=k, scope=scope, factor=factor)
+        if seqs is not None:
+            if types:
+                seqs = _live_first(conn, seqs, types=types, include_superseded=include_superseded,
+                                   now=now)[:ann.rescored(k)]
+            hits = rescore(conn, MEMORIES, vector, seqs, k=k, clauses=clauses, params=params)
+            if len(hits) >= k:
+                return hits
     return nearest(conn, MEMORIES, vector, k=k, clauses=clauses, params=params)
+
+
+def _live_first(conn: Connection, seqs: Sequence[int], *, types: Sequence[str] | None, include_superseded: bool,
+                now: int) -> list[int]:
+    """`seqs` (kept in order) whose memory is unexpired, latest unless `include_superseded`, of `types`."""
+    where = ["(expiresAt IS NULL OR expiresAt > ?)"]
+    params: list[object] = [now]
+    if not include_superseded:
+        where.append("isLatest = 1")
+    if types:
+        where.append(f"type IN ({','.join('?' for _ in types)})")
+        params.extend(types)
+    keep: set[int] = set()
+    for start in range(0, len(seqs), 900):  # SQLite's bound-parameter budget
+        part = list(seqs[start:start + 900])
+        marks = ",".join("?" for _ in part)
+        keep.update(int(r[0]) for r in conn.raw.execute(
+            f"SELECT seq FROM memories WHERE seq IN ({marks}) AND {' AND '.join(where)}", [*part, *params]))
+    return [seq for seq in seqs if seq in keep]
+
+
+def rescore(conn: Connection, table: VecTable, vector: Sequence[float], seqs: Sequence[int], *, k: int,
+            clauses: Sequence[str] = (), params: Sequence[object] = ()) -> list[tuple[int, float]]:
+    """Exact cosine distances of `seqs` (those passing `clauses`), nearest first, at most k.
+
+    One point lookup per row: vec0 answers `rowid = ?` from its rowid index, while `rowid IN (…)`
+    scans the table."""
+    where = " AND ".join(["rowid = ?", *clauses])
+    sql = f"SELECT rowid, vec_distance_cosine(embedding, ?) FROM {table.name} WHERE {where}"
+    blob = pack(vector)
+    cur = conn.raw.cursor()
+    out = []
+    for seq in seqs:
+        for rowid, dist in cur.execute(sql, [blob, seq, *params]):
+            out.append((int(rowid), float(dist)))
+    out.sort(key=lambda hit: (hit[1], hit[0]))
+    return out[:k]

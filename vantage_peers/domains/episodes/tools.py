@@ -6,7 +6,7 @@ from typing import Any
 
 from ...app import App, require_query, require_text
 from ...ids import now_ms
-from ...paging import Fields, clamp_limit
+from ...paging import Fields, check_fields, clamp_limit
 from ..memory import search
 from ..memory import store as memories
 from ..memory.models import EPISODE_FIELDS, SEVERITIES, SeverityArg, check_choice
@@ -19,19 +19,21 @@ def register(app: App) -> None:
     db = app.db
     svc = services(app)
 
-    def run_search(query: Any, namespace: str | None, limit: int | None, *, semantic: bool) -> dict[str, Any]:
+    def run_search(query: Any, namespace: str | None, limit: int | None, fields: Any = "full", *,
+                   semantic: bool) -> dict[str, Any]:
         text = require_query(query)
+        projection = check_fields(fields)
         scope = memories.scope_of(namespace)
         size = clamp_limit(limit, search.DEFAULT_LIMIT, search.MAX_LIMIT)
         now = now_ms()
         if not semantic:
             return db.read(lambda c: search.text_search(
                 c, query=text, scope=scope, types=EPISODE, include_superseded=False, limit=size, now=now,
-                shape=memories.episode_doc))
+                shape=memories.episode_doc, fields=projection))
         vector, reason = svc.query_vector(db, text)
         return db.read(lambda c: search.hybrid(
             c, query=text, vector=vector, reason=reason, scope=scope, types=EPISODE, include_superseded=False,
-            limit=size, now=now, shape=memories.episode_doc, use_keyword=False))
+            limit=size, now=now, shape=memories.episode_doc, use_keyword=False, fields=projection))
 
     @app.tool("write")
     def store_episode(
@@ -85,11 +87,13 @@ def register(app: App) -> None:
             c, scope=scope, created_by=author, limit=limit, cursor=cursor, fields=fields, episodes=True))
 
     @app.tool("read")
-    def search_episodes_by_keyword(query: str, namespace: str | None = None, limit: int | None = None) -> dict[str, Any]:
-        """Search episodes by keyword (BM25); the same rules and result as text_search."""
-        return run_search(query, namespace, limit, semantic=False)
+    def search_episodes_by_keyword(query: str, namespace: str | None = None, limit: int | None = None,
+                                   fields: Fields = "full") -> dict[str, Any]:
+        """Search episodes by keyword (BM25); the same rules and result as text_search (`fields` too)."""
+        return run_search(query, namespace, limit, fields, semantic=False)
 
     @app.tool("read")
-    def search_episodes_by_semantic(query: str, namespace: str | None = None, limit: int | None = None) -> dict[str, Any]:
+    def search_episodes_by_semantic(query: str, namespace: str | None = None, limit: int | None = None,
+                                    fields: Fields = "full") -> dict[str, Any]:
         """Search episodes by meaning (cosine similarity); keyword fallback with a `reason`."""
-        return run_search(query, namespace, limit, semantic=True)
+        return run_search(query, namespace, limit, fields, semantic=True)

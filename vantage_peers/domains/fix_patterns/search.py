@@ -1,10 +1,10 @@
-"""search_fix_patterns: BM25 and KNN over fix patterns, fused by RRF (k = 60), in one read snapshot.
+"""search_fix_patterns: BM25 and KNN over fix patterns, fused by z-score convex combination, in one read snapshot.
 
 The same machinery as recall (domains/memory/search.py), over the fix-pattern tables:
 - Keyword ranker: FTS5 BM25 over `fixPatterns_fts` (symptom weighted 2, root cause and tags 1,
   stack 0.5); any word of the query matches, user text is always quoted.
 - Vector ranker: KNN in `fixPatterns_vec` (cosine), the `project` filter applied inside the KNN.
-- Fusion: search/fusion.py `rrf`; each hit carries `score`, `matchedBy`, `ranks`, `similarity`
+- Fusion: search/fusion.py `convex` (vector weight 0.6); each hit carries `score`, `matchedBy`, `ranks`, `similarity`
   (1 - cosine distance) when the vector ranker found it, `snippet` when the keyword ranker did.
 Every project is searched unless `project` names one (`sourceProject` only records the origin).
 The query vector is computed by the caller before the read; `vector=None` is keyword mode.
@@ -19,7 +19,7 @@ from ...db import Connection, Row
 from ...paging import fit_search
 from ...search import budget, vectors
 from ...search.fts import fts_query
-from ...search.fusion import fused_docs, rrf
+from ...search.fusion import convex, fused_docs
 from ...search.snippets import add_snippets
 from .embedding import VEC
 from .store import pattern_doc
@@ -32,7 +32,7 @@ WEIGHTS = "2.0, 1.0, 1.0, 0.5"  # symptom, rootCause, tags, stack
 
 def depth_for(limit: int) -> int:
     """Candidates each ranker contributes before fusion."""
-    return min(max(limit * 3, 30), 600)
+    return min(max(limit * 3, 100), 600)
 
 
 def keyword_hits(conn: Connection, *, query: str, project: str | None, limit: int) -> list[Row]:
@@ -62,20 +62,37 @@ def vector_hits(conn: Connection, vector: Sequence[float], *, project: str | Non
     return vectors.nearest(conn, VEC, vector, k=k, clauses=clauses, params=params)
 
 
+LITE_KEYS = ("_id", "sourceProject", "score", "snippet", "validated", "preview")
+
+
+def lite(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Hits cut to LITE_KEYS; `preview` = the first 160 characters of the symptom."""
+    out = []
+    for item in items:
+        symptom = str(item.get("symptom") or "")
+        doc = {k: item[k] for k in LITE_KEYS if k in item}
+        doc["preview"] = symptom if len(symptom) <= 160 else symptom[:160] + "…"
+        out.append(doc)
+    return out
+
+
 def search(conn: Connection, *, query: str, vector: Sequence[float] | None, reason: str | None,
-           project: str | None, limit: int) -> dict[str, Any]:
+           project: str | None, limit: int, fields: str = "full") -> dict[str, Any]:
     """`{mode: "hybrid"|"keyword", reason?, items}`, best first, at most `limit` items."""
     depth = depth_for(limit)
     kw_rows = {row["seq"]: row for row in keyword_hits(conn, query=query, project=project, limit=depth)}
     distances = dict(vector_hits(conn, vector, project=project, k=depth)) if vector is not None else {}
-    lists = {name: keys for name, keys in (("keyword", list(kw_rows)), ("vector", list(distances))) if keys}
-    fused = rrf(lists)
+    lists = {"keyword": [(seq, -row["rank"]) for seq, row in kw_rows.items()],
+             "vector": [(seq, 1.0 - dist) for seq, dist in distances.items()]}
+    fused = convex(lists)
     missing = [f.key for f in fused if f.key not in kw_rows]
     rows = dict(kw_rows)
     if missing:
         marks = ",".join("?" for _ in missing)
         rows.update({r["seq"]: r for r in conn.query(f"SELECT * FROM fixPatterns WHERE seq IN ({marks})", missing)})
     items = fused_docs(fused, rows, distances, pattern_doc, limit)
+    if fields == "lite":
+        items = lite(items)
     envelope: dict[str, Any] = {"mode": "hybrid"} if vector is not None else {
         "mode": "keyword", "reason": reason or "no query embedding"}
     return fit_search(items, envelope)

@@ -8,7 +8,7 @@ from pydantic import StrictBool
 
 from ...app import App, require_query
 from ...ids import now_ms
-from ...paging import Fields, clamp_limit
+from ...paging import Fields, check_fields, clamp_limit
 from ...records import MAX_CONTENT_BYTES, text, text_list
 from ..memory.services import services
 from . import search, store
@@ -95,18 +95,21 @@ def register(app: App) -> None:
         return db.write(lambda c: store.validate(c, pattern_id=patternId, validated_fix=fix, validated_by=caller))
 
     @app.tool("read")
-    def search_fix_patterns(query: str, limit: int | None = None, project: str | None = None) -> dict[str, Any]:
+    def search_fix_patterns(query: str, limit: int | None = None, project: str | None = None,
+                            fields: Fields = "full") -> dict[str, Any]:
         """Search fix patterns by meaning (symptom, root cause): call it BEFORE fixing any bug.
 
         Pass the error message or symptom; apply an item's `validatedFix` when `validated`.
+        `fields="lite"`: `_id`, `sourceProject`, `score`, `snippet`, `validated`, `preview`.
         `mode` is "keyword" (with `reason`) when no embedding is available.
         """
         words = require_query(query)
         scope = _name(project, "project", required=False)
         size = clamp_limit(limit, search.DEFAULT_LIMIT, search.MAX_LIMIT)
         vector, reason = svc.query_vector(db, words, table=VEC)
+        projection = check_fields(fields)
         return db.read(lambda c: search.search(c, query=words, vector=vector, reason=reason, project=scope,
-                                               limit=size))
+                                               limit=size, fields=projection))
 
     @app.tool("read")
     def list_fix_patterns(

@@ -33,15 +33,20 @@ def doctor_checks(settings: Any, db: Database) -> list[tuple[str, str, str]]:
             out.append(("FAIL", "embedding model", problem))
         else:
             out.append(("ok", "embedding model", f"configured {embedder.model}; on file: {on_file}"))
+        local = settings.embeddings == "local"
+        label = "local embedding model" if local else "embedding endpoint"
         try:
             probe = embedder.embed(["vantage-peers doctor probe"], timeout=PROBE_TIMEOUT_S)[0]
             if rec is not None and len(probe) != rec.dimensions:
-                out.append(("FAIL", "embedding endpoint",
+                out.append(("FAIL", label,
                             f"returns {len(probe)} dimensions, file holds {rec.dimensions}; run `vantage-peers reindex`"))
+            elif local:
+                out.append(("ok", label, f"{embedder.describe()}, offline"))  # type: ignore[attr-defined]
             else:
-                out.append(("ok", "embedding endpoint", f"reachable, {len(probe)} dimensions"))
+                out.append(("ok", label, f"reachable, {len(probe)} dimensions"))
         except EmbeddingError as exc:
-            out.append(("FAIL", "embedding endpoint", f"{settings.openai_base_url or 'api.openai.com'}: {exc}"))
+            where = "bundled model" if local else settings.openai_base_url or "api.openai.com"
+            out.append(("FAIL", label, f"{where}: {exc}"))
     queue = db.read(indexer.pending)
     if queue["pending"] and embedder is not None:
         detail = ", ".join(f"{n} {name}" for name, n in queue["byCorpus"].items()) + " waiting to be embedded"
@@ -62,8 +67,8 @@ def reindex(settings: Any, db: Database, *, err: TextIO | None = None, max_failu
     err = err or sys.stderr
     embedder = embedder_for(settings)
     if embedder is None:
-        err.write("vantage-peers reindex: embeddings are off; set OPENAI_API_KEY or OPENAI_BASE_URL "
-                  "(or VP_EMBEDDINGS=openai) first\n")
+        err.write("vantage-peers reindex: embeddings are off (VP_EMBEDDINGS=none); unset it for the local model, "
+                  "or set OPENAI_API_KEY / OPENAI_BASE_URL first\n")
         return 2
     total = db.write(indexer.reset_all)
     owner = f"reindex-{uuid.uuid4().hex[:8]}"

@@ -3,8 +3,11 @@
 - Keyword ranker: FTS5 BM25 over `memories_fts`; the namespace filter is a token of the FTS row
   (`nsKey`), so BM25 is computed only for rows in scope.
 - Vector ranker: KNN in the vec0 table (see search/vectors.py), namespace as partition key.
-- Fusion: Reciprocal Rank Fusion, k = 60. Each hit says which rankers found it (`matchedBy`), its
-  rank in each (`ranks`), and `similarity` (1 - cosine distance) when the vector ranker found it.
+- Fusion: z-score convex combination, vector weight 0.6 (search/fusion.py `convex`), over up to
+  DEPTH candidates per ranker. Each hit says which rankers found it (`matchedBy`), its rank in
+  each (`ranks`), and `similarity` (1 - cosine distance) when the vector ranker found it.
+- `fields="lite"`: each hit cut to `_id`, `namespace`, `type`, `score`, `snippet`, `preview`, so
+  100 hits fit the 50 KB envelope.
 The query vector is computed by the caller before the read (the network never runs inside a
 transaction); `vector=None` means keyword mode, with the reason reported.
 """
@@ -17,20 +20,35 @@ from typing import Any
 from ...db import Connection, Row
 from ...paging import fit_search
 from ...search import budget, vectors
-from ...search.fts import fts_query, ranked
-from ...search.fusion import fused_docs, rrf
-from ...search.snippets import add_snippets
+from ...search.fts import MAX_TOKENS, fts_query, query_tokens, ranked
+from ...search.fusion import convex, fused_docs
+from ...search.snippets import add_snippets as snippets_for
 from ...search.vectors import Scope
-from .store import LIVE, memory_doc, scope_sql
+from .store import LIVE, PREVIEW_CHARS, memory_doc, scope_sql
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 200
 Shape = Callable[[Row], dict[str, Any]]
 
 
+DEPTH = 100  # candidates per ranker: fewer loses recall@100 on shared/ir/, more buys nothing
+LITE_KEYS = ("_id", "namespace", "type", "score", "snippet", "preview")
+
+
 def depth_for(limit: int) -> int:
     """Candidates each ranker contributes before fusion."""
-    return min(max(limit * 3, 30), 600)
+    return min(max(limit * 3, DEPTH), 600)
+
+
+def lite(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Hits projected to LITE_KEYS; `preview` = the first PREVIEW_CHARS characters of the content."""
+    out = []
+    for item in items:
+        content = str(item.get("content") or "")
+        doc = {k: item[k] for k in LITE_KEYS if k in item}
+        doc["preview"] = content if len(content) <= PREVIEW_CHARS else content[:PREVIEW_CHARS] + "…"
+        out.append(doc)
+    return out
 
 
 def _ns_token(scope: Scope) -> str:
@@ -63,36 +81,58 @@ def _filters(scope: Scope | None, types: Sequence[str] | None, include_supersede
 
 
 def keyword_hits(conn: Connection, *, query: str, scope: Scope | None, types: Sequence[str] | None,
-                 include_superseded: bool, now: int, limit: int, mode: str = "and") -> list[Row]:
-    """Rows best BM25 first, each with `rank` (lower is better) and `snippet`."""
+                 include_superseded: bool, now: int, limit: int, mode: str = "and",
+                 candidates: bool = False) -> list[Row]:
+    """Rows best BM25 first, each with `rank` (lower is better) and `snippet`; `candidates=True`
+    returns only `seq` and `rank` (the fusion's input: whole rows are read for the hits kept)."""
     match = fts_match(query, scope, mode)
     if match is None:
         return []
     where, params = _filters(scope, types, include_superseded, now)
+    columns = "m.seq AS seq" if candidates else "m.*"
     rows = budget.query(
         conn,
-        "SELECT m.*, bm25(memories_fts, 1.0, 0.0) AS rank "
+        f"SELECT {columns}, bm25(memories_fts, 1.0, 0.0) AS rank "
         "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
         f"WHERE memories_fts MATCH ? AND {' AND '.join(where)} ORDER BY rank LIMIT ?",
         [match, *params, limit],
     )
-    add_snippets(rows, match, "content")
+    if not candidates:
+        snippets_for(rows, match, "content")  # bounded cost in Python (search/snippets.py), not FTS5 snippet()
     return rows
 
 
-def _finish(items: list[dict[str, Any]], envelope: dict[str, Any]) -> dict[str, Any]:
+def add_snippets(conn: Connection, rows: dict[int, Row], seqs: Sequence[int], *, query: str,
+                 scope: Scope | None) -> None:
+    """Set `snippet` on the rows of `seqs`: snippets are computed for the hits returned only, not
+    for every candidate the fusion looked at (a snippet costs more than the BM25 ranking itself)."""
+    match = fts_match(query, scope, "or")
+    wanted = [seq for seq in seqs if seq in rows]
+    if match is None or not wanted:
+        return
+    for seq in wanted:
+        rows[seq] = dict(rows[seq])
+    snippets_for([rows[seq] for seq in wanted], match, "content")
+
+
+def _finish(items: list[dict[str, Any]], envelope: dict[str, Any], fields: str = "full") -> dict[str, Any]:
+    if fields == "lite":
+        items = lite(items)
+    if query_tokens(envelope.pop("_query", "")) > MAX_TOKENS:
+        envelope["queryTruncated"] = f"only the first {MAX_TOKENS} words of the query were searched"
     return fit_search(items, {k: v for k, v in envelope.items() if k != "items"})
 
 
 def text_search(conn: Connection, *, query: str, scope: Scope | None, types: Sequence[str] | None,
-                include_superseded: bool, limit: int, now: int, shape: Shape = memory_doc) -> dict[str, Any]:
+                include_superseded: bool, limit: int, now: int, shape: Shape = memory_doc,
+                fields: str = "full") -> dict[str, Any]:
     """BM25 search: rows holding every word; when none do, rows holding any of them."""
     args = dict(query=query, scope=scope, types=types, include_superseded=include_superseded, now=now, limit=limit)
     rows, match = keyword_hits(conn, **args, mode="and"), "all"
     if not rows and len(query.split()) > 1:
         rows, match = keyword_hits(conn, **args, mode="or"), "any"
     items = ranked(rows, shape)
-    return _finish(items, {"mode": "keyword", "match": match, "items": items})
+    return _finish(items, {"mode": "keyword", "match": match, "_query": query}, fields)
 
 
 def vector_hits(conn: Connection, vector: Sequence[float], *, scope: Scope | None, types: Sequence[str] | None,
@@ -113,33 +153,38 @@ def _rows_by_seq(conn: Connection, seqs: list[int], where: list[str], params: li
 
 def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reason: str | None,
            scope: Scope | None, types: Sequence[str] | None, include_superseded: bool, limit: int, now: int,
-           shape: Shape = memory_doc, use_keyword: bool = True) -> dict[str, Any]:
-    """Fuse BM25 and KNN by RRF; keyword mode (with `reason`) when there is no query vector.
+           shape: Shape = memory_doc, use_keyword: bool = True, fields: str = "full") -> dict[str, Any]:
+    """Fuse BM25 and KNN (z-score convex); keyword mode (with `reason`) when there is no query vector.
 
     `use_keyword=False` is the semantic-only ranking (cosine order) of search_episodes_by_semantic,
     which still answers from BM25 when no vector is available.
     """
     depth = depth_for(limit)
-    kw_rows: dict[int, Row] = {}
+    kw_ranks: dict[int, float] = {}
     if use_keyword or vector is None:
-        for row in keyword_hits(conn, query=query, scope=scope, types=types,
-                                include_superseded=include_superseded, now=now, limit=depth, mode="or"):
-            kw_rows[row["seq"]] = row
+        for row in keyword_hits(conn, query=query, scope=scope, types=types, include_superseded=include_superseded,
+                                now=now, limit=depth, mode="or", candidates=True):
+            kw_ranks[row["seq"]] = row["rank"]
     distances: dict[int, float] = {}
     if vector is not None:
         distances = dict(vector_hits(conn, vector, scope=scope, types=types,
                                      include_superseded=include_superseded, now=now, k=depth))
-    lists: dict[str, list[int]] = {}
-    if kw_rows:
-        lists["keyword"] = list(kw_rows)
+    lists: dict[str, list[tuple[int, float]]] = {}
+    if kw_ranks:
+        lists["keyword"] = [(seq, -rank) for seq, rank in kw_ranks.items()]
     if distances:
-        lists["vector"] = list(distances)
-    fused = rrf(lists)
+        lists["vector"] = [(seq, 1.0 - dist) for seq, dist in distances.items()]
+    fused = convex(lists)
     where, params = _filters(scope, types, include_superseded, now)
-    rows = _rows_by_seq(conn, [f.key for f in fused if f.key not in kw_rows], where, params)
-    items = fused_docs(fused, {**rows, **kw_rows}, distances, shape, limit)
+    # Whole rows (and snippets) only for the head of the fused list; a key whose row is gone
+    # (deleted since it was ranked) is skipped, so read a margin beyond `limit`.
+    head = [f.key for f in fused[: limit * 2 + 10]]
+    rows = _rows_by_seq(conn, head, where, params)
+    add_snippets(conn, rows, [seq for seq in head if seq in kw_ranks], query=query, scope=scope)
+    items = fused_docs(fused[: len(head)], rows, distances, shape, limit)
     if vector is None:
-        envelope: dict[str, Any] = {"mode": "keyword", "reason": reason or "no query embedding", "items": items}
+        envelope: dict[str, Any] = {"mode": "keyword", "reason": reason or "no query embedding"}
     else:
-        envelope = {"mode": "hybrid" if use_keyword else "semantic", "items": items}
-    return _finish(items, envelope)
+        envelope = {"mode": "hybrid" if use_keyword else "semantic"}
+    envelope["_query"] = query
+    return _finish(items, envelope, fields)

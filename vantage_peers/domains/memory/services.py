@@ -40,7 +40,7 @@ class MemoryServices:
         """(vector, None) for hybrid search over `table`, or (None, why keyword mode) — never raises."""
         embedder = self.embedder
         if embedder is None:
-            return None, "embeddings are off (no API key or base URL, or VP_EMBEDDINGS=none)"
+            return None, "embeddings are off (VP_EMBEDDINGS=none)"
 
         def state(conn) -> str | None:
             if conn.vec_version is None:

@@ -7,7 +7,7 @@ from typing import Any
 from ...app import App, require_query, require_text
 from ...errors import InvalidArgument
 from ...ids import now_ms
-from ...paging import Fields, clamp_limit
+from ...paging import Fields, check_fields, clamp_limit
 from ...search.doctrine import with_doctrine
 from . import indexer, search, store
 from .models import (
@@ -23,16 +23,18 @@ from .models import (
 )
 from .services import services
 
-RECALL_TOOL_DESCRIPTION = with_doctrine("""Find the memories most relevant to a question: meaning and keywords fused (RRF, k=60).
+RECALL_TOOL_DESCRIPTION = with_doctrine("""Find the memories most relevant to a question: meaning and keywords fused.
 
 Call it before answering about the project. `namespace`: exact, `prefix/*`, or all.
-`mode` "keyword" (with `reason`) means no embedding was available.""")
+`fields="lite"` for compact hits (100 fit one answer). `mode` "keyword" (with `reason`) means no
+embedding was available.""")
 
 TEXT_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Keyword (BM25) search over memories, for exact words, names and identifiers.
 
-All words first, else any (`match` says which); items carry a `snippet` with hits in [brackets].""")
+All words first, else any (`match` says which); words are stemmed, ids and paths match exactly;
+items carry a `snippet` with hits in [brackets].""")
 
-HYBRID_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Vector + BM25 search over memories fused by Reciprocal Rank Fusion (k=60).
+HYBRID_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Vector + BM25 search over memories (z-score fusion, vector weight 0.6).
 
 Same arguments and result (`{mode, items}`) as recall.""")
 
@@ -55,19 +57,20 @@ def register(app: App) -> None:
     app.add_job("memory-expiry", lambda: db.write(lambda c: store.purge_expired(c)))
 
     def run_search(query: Any, namespace: str | None, type_: Any, limit: int | None, include: bool | None,
-                   *, keyword_only: bool = False) -> dict[str, Any]:
+                   fields: Any = "full", *, keyword_only: bool = False) -> dict[str, Any]:
         text = require_query(query)
+        projection = check_fields(fields)
         scope = store.scope_of(namespace)
         types = check_types(type_)
         size = clamp_limit(limit, search.DEFAULT_LIMIT, search.MAX_LIMIT)
         now = now_ms()
         if keyword_only:
             return db.read(lambda c: search.text_search(
-                c, query=text, scope=scope, types=types, include_superseded=bool(include), limit=size, now=now))
+                c, query=text, scope=scope, types=types, include_superseded=bool(include), limit=size, now=now, fields=projection))
         vector, reason = svc.query_vector(db, text)
         return db.read(lambda c: search.hybrid(
             c, query=text, vector=vector, reason=reason, scope=scope, types=types,
-            include_superseded=bool(include), limit=size, now=now))
+            include_superseded=bool(include), limit=size, now=now, fields=projection))
 
     @app.tool("write")
     def store_memory(
@@ -143,8 +146,9 @@ def register(app: App) -> None:
         type: TypeFilterArg = None,
         limit: int | None = None,
         includeSuperseded: bool = False,
+        fields: Fields = "full",
     ) -> dict[str, Any]:
-        return run_search(query, namespace, type, limit, includeSuperseded)
+        return run_search(query, namespace, type, limit, includeSuperseded, fields)
 
     @app.tool("read", description=TEXT_SEARCH_TOOL_DESCRIPTION)
     def text_search(
@@ -153,8 +157,9 @@ def register(app: App) -> None:
         limit: int | None = None,
         type: TypeFilterArg = None,
         includeSuperseded: bool = False,
+        fields: Fields = "full",
     ) -> dict[str, Any]:
-        return run_search(query, namespace, type, limit, includeSuperseded, keyword_only=True)
+        return run_search(query, namespace, type, limit, includeSuperseded, fields, keyword_only=True)
 
     @app.tool("read", description=HYBRID_SEARCH_TOOL_DESCRIPTION)
     def hybrid_search(
@@ -163,5 +168,6 @@ def register(app: App) -> None:
         limit: int | None = None,
         type: TypeFilterArg = None,
         includeSuperseded: bool = False,
+        fields: Fields = "full",
     ) -> dict[str, Any]:
-        return run_search(query, namespace, type, limit, includeSuperseded)
+        return run_search(query, namespace, type, limit, includeSuperseded, fields)

@@ -1,0 +1,116 @@
+"""The approximate first pass (search/ann.py): sign-bit candidates rescored exactly must agree with
+the exact KNN, honour every filter, follow writes from another connection, and reset on reindex."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from vantage_peers.db import Database, migrate
+from vantage_peers.domains.memory import store
+from vantage_peers.search import ann, vectors
+
+DIMS = 256
+
+
+_CENTERS = [[random.Random(f"c{j}").gauss(0, 1) for _ in range(DIMS)] for j in range(40)]
+
+
+def _vec(rng: random.Random) -> list[float]:
+    """Clustered like real embeddings: one of 40 topics plus noise."""
+    center = _CENTERS[rng.randrange(len(_CENTERS))]
+    v = [c + rng.gauss(0, 1.2) for c in center]
+    n = sum(x * x for x in v) ** 0.5
+    return [x / n for x in v]
+
+
+@pytest.fixture
+def filled(db_path, monkeypatch):
+    monkeypatch.setattr(ann, "APPROX_MIN_FLOATS", 100 * DIMS)
+    monkeypatch.setattr(ann, "MIN_CANDIDATES", 60)
+    db = Database(db_path)
+    migrate(db)
+    rng = random.Random(5)
+    made: dict[int, list[float]] = {}
+
+    def fill(c) -> None:
+        vectors.ensure(c, "m", DIMS)
+        rows = []
+        for i in range(400):
+            ns = f"project/p{i % 2}"
+            mid = store.store_memory(c, namespace=ns, type="fact" if i % 3 else "note", content=f"m{i}",
+                                     created_by="t")["memoryId"]
+            seq = c.scalar("SELECT seq FROM memories WHERE id = ?", (mid,))
+            made[seq] = _vec(rng)
+            rows.append((seq, ns, "fact" if i % 3 else "note", 1, None, made[seq]))
+        vectors.upsert(c, rows)
+
+    db.write(fill)
+    yield db, made, rng
+    db.close()
+
+
+def _knn(db, vec, *, approximate, **kw):
+    args = {"k": 10, "scope": None, "types": None, "include_superseded": False, "now": 0, **kw}
+    return db.read(lambda c: vectors.knn(c, vec, approximate=approximate, **args))
+
+
+def test_approximate_matches_exact_with_exact_distances(filled):
+    db, made, rng = filled
+    hits_total = found = 0
+    for _ in range(20):
+        q = _vec(rng)
+        exact = _knn(db, q, approximate=False)
+        approx = _knn(db, q, approximate=True)
+        assert len(approx) == 10 and approx == sorted(approx, key=lambda h: h[1])
+        exact_d = dict(exact)
+        for seq, dist in approx:  # every distance returned is the exact one
+            if seq in exact_d:
+                assert dist == pytest.approx(exact_d[seq], abs=1e-6)
+        hits_total += 10
+        found += len({s for s, _ in approx} & set(exact_d))
+    assert found / hits_total >= 0.8  # recall@10 against exact search on clustered 256-d vectors, 60 candidates of 400
+    seq, vec = next(iter(made.items()))
+    assert _knn(db, vec, approximate=True)[0][0] == seq  # a stored vector finds itself first
+
+
+def test_filters_apply_in_the_approximate_path(filled):
+    db, made, rng = filled
+    scope = vectors.Scope("exact", "project/p1")
+    q = _vec(rng)
+    approx = _knn(db, q, approximate=True, scope=scope, types=["fact"], k=30)
+    nss = dict(db.read(lambda c: [(r["seq"], (r["namespace"], r["type"])) for r in c.query(
+        "SELECT seq, namespace, type FROM memories")]))
+    assert approx and all(nss[s] == ("project/p1", "fact") for s, _ in approx)
+    prefix = _knn(db, q, approximate=True, scope=vectors.Scope("prefix", "project/"), k=5)
+    assert len(prefix) == 5
+    # Too few candidates survive the filter: the exact KNN answers, never a short list.
+    none_left = _knn(db, q, approximate=True, scope=scope, types=["note"], k=60)
+    assert len(none_left) == 60 and none_left == _knn(db, q, approximate=False, scope=scope, types=["note"], k=60)
+    # Archived memories never come back.
+    top = approx[0][0]
+    db.write(lambda c: c.execute("UPDATE memories SET isLatest = 0 WHERE seq = ?", (top,)))
+    assert top not in {s for s, _ in _knn(db, q, approximate=True, scope=scope, types=["fact"], k=30)}
+
+
+def test_the_cache_follows_writes_from_another_connection_and_resets_on_reindex(filled, db_path):
+    db, made, rng = filled
+    q = _vec(rng)
+    assert _knn(db, q, approximate=True)[0][0] != 0  # warm this process's cache
+    other = Database(db_path)
+    try:
+        def add(c) -> int:
+            mid = store.store_memory(c, namespace="project/p0", type="fact", content="new", created_by="t")["memoryId"]
+            seq = c.scalar("SELECT seq FROM memories WHERE id = ?", (mid,))
+            vectors.upsert(c, [(seq, "project/p0", "fact", 1, None, q)])
+            return seq
+
+        new = other.write(add)
+    finally:
+        other.close()
+    assert _knn(db, q, approximate=True)[0] == (new, pytest.approx(0.0, abs=1e-6))
+    db.write(lambda c: vectors.drop(c))
+    assert not db.read(lambda c: ann.exists(c, vectors.TABLE))
+    db.write(lambda c: vectors.ensure(c, "m2", DIMS))
+    assert db.read(lambda c: ann.candidates(c, vectors.TABLE, q, k=10, scope=None)) is None  # empty again

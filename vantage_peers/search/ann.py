@@ -1,0 +1,202 @@
+"""Approximate first pass for large memory-vector scopes: sign bits in numpy, exact float rescoring.
+
+sqlite-vec 0.1.9's KNN is a brute-force scan compiled without SIMD: 100k × 1536 floats cost
+≈0.2–0.3 s a query. For scopes of at least APPROX_MIN_FLOATS floats (vectors × dimensions: ≈5,200 vectors at
+1536 dims, ≈21,000 at 384) a query instead
+1. ranks the scope by Hamming distance between sign bits (1 bit per dimension: 192 bytes for 1536
+   dims), held in a per-process numpy cache — `np.bitwise_count` over 100k codes takes a few ms;
+2. (with a type filter: takes FILTER_OVERSAMPLE × more and drops those expired, archived or of
+   another type, per one indexed query on `memories`) rescores the best
+   max(OVERSAMPLE × k, MIN_CANDIDATES) with the exact
+   cosine distance of their float vectors (vec0 point lookups, with the same metadata filters as
+   the KNN), and returns the k nearest of those. So the distances returned are exact; only a vector whose sign
+   pattern is far from the query's can be missed (benchmarks/search.py reports recall@10 against
+   exact search).
+If the rescored candidates leave fewer than k hits (most were archived or filtered by type), the
+exact KNN answers instead.
+
+Storage: `memories_vec_bits(seq, gen, part, bits)` beside the vec0 table, written by
+`vectors.replace` in the same transaction as the float vector. `meta` holds a generation counter
+(bumped on every write) and an epoch (new whenever the tables are created), so each process's cache
+loads only rows written since it last looked, and starts over after `reindex`. Files whose vec0
+table predates the bits table use exact search until `vantage-peers reindex`.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+# Smaller scopes use the exact vec0 KNN: it scans ≈8M floats in ≈10 ms on an idle core, and sign
+# bits lose more of the ranking at low dimension (a 384-d model only switches at ≈21k vectors).
+APPROX_MIN_FLOATS = 8_000_000
+OVERSAMPLE = 4
+MIN_CANDIDATES = 200
+FILTER_OVERSAMPLE = 4  # sign-code candidates per rescored one, before the live/type/latest filter
+
+
+def rescored(k: int) -> int:
+    """How many candidates get their exact distance computed for a k-nearest query."""
+    return max(k * OVERSAMPLE, MIN_CANDIDATES)
+META_GEN = "embedding.bits.gen"
+META_EPOCH = "embedding.bits.epoch"
+
+
+def bits_table(name: str) -> str:
+    return f"{name}_bits"
+
+
+def create(conn: Any, name: str) -> None:
+    """The bits table for vec0 table `name` (empty, like the vec0 table it shadows)."""
+    table = bits_table(name)
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (seq INTEGER PRIMARY KEY, gen INTEGER NOT NULL, "
+                 "part TEXT, bits BLOB NOT NULL)")
+    conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_by_gen ON {table} (gen)")
+    conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                     [(META_GEN, "0"), (META_EPOCH, uuid.uuid4().hex)])
+
+
+def drop(conn: Any, name: str) -> None:
+    conn.execute(f"DROP TABLE IF EXISTS {bits_table(name)}")
+    conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (META_GEN, META_EPOCH))
+
+
+def exists(conn: Any, name: str) -> bool:
+    return conn.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (bits_table(name),)) is not None
+
+
+def signs(vector: Any) -> bytes:
+    import numpy as np
+
+    return np.packbits(np.asarray(vector, dtype=np.float32) > 0).tobytes()
+
+
+def write(conn: Any, name: str, rows: Sequence[tuple[int, str | None, Any]]) -> None:
+    """(seq, partition value, float vector) rows, in the caller's transaction."""
+    if not rows or not exists(conn, name):
+        return
+    gen = int(conn.scalar("SELECT coalesce(max(CAST(value AS INTEGER)), 0) + 1 FROM meta WHERE key = ?", (META_GEN,)))
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (META_GEN, str(gen)))
+    conn.executemany(f"INSERT OR REPLACE INTO {bits_table(name)} (seq, gen, part, bits) VALUES (?, ?, ?, ?)",
+                     [(seq, gen, part, signs(vec)) for seq, part, vec in rows])
+
+
+class _Cache:
+    """One file's sign codes: `seqs[i]`, `parts[i]` (index into `names`), `codes[i]` (uint8 bytes)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        import numpy as np
+
+        self.epoch: str | None = None
+        self.gen = -1
+        self.index: dict[int, int] = {}
+        self.names: list[str | None] = []
+        self.name_ids: dict[str | None, int] = {}
+        self.seqs = np.zeros(0, dtype=np.int64)
+        self.parts = np.zeros(0, dtype=np.int32)
+        self.codes = np.zeros((0, 0), dtype=np.uint8)
+
+    def refresh(self, conn: Any, name: str) -> None:
+        import numpy as np
+
+        state = {r["key"]: r["value"] for r in conn.query(
+            "SELECT key, value FROM meta WHERE key IN (?, ?)", (META_GEN, META_EPOCH))}
+        epoch, gen = state.get(META_EPOCH), int(state.get(META_GEN, 0))
+        if epoch != self.epoch or gen < self.gen:
+            self._reset()  # tables re-created (reindex): start over
+            self.epoch = epoch
+        if gen == self.gen:
+            return
+        rows = conn.raw.execute(f"SELECT seq, part, bits FROM {bits_table(name)} WHERE gen > ?",
+                                (self.gen,)).fetchall()
+        self.gen = gen
+        if not rows:
+            return
+        width = len(rows[0][2])
+        if self.codes.shape[1] != width:
+            self.codes = np.zeros((0, width), dtype=np.uint8)
+        codes = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.uint8).reshape(len(rows), width)
+        parts = np.array([self.name_ids.setdefault(r[1], len(self.name_ids)) for r in rows], dtype=np.int32)
+        for part, pid in self.name_ids.items():
+            if pid >= len(self.names):
+                self.names.append(part)
+        fresh = []
+        for i, (seq, _part, _bits) in enumerate(rows):
+            at = self.index.get(seq)
+            if at is None:
+                fresh.append(i)
+            else:  # a re-embedded row: overwrite in place
+                self.codes[at] = codes[i]
+                self.parts[at] = parts[i]
+        if fresh:
+            start = len(self.seqs)
+            self.seqs = np.concatenate([self.seqs, np.array([rows[i][0] for i in fresh], dtype=np.int64)])
+            self.parts = np.concatenate([self.parts, parts[fresh]])
+            self.codes = np.concatenate([self.codes, codes[fresh]])
+            for offset, i in enumerate(fresh):
+                self.index[rows[i][0]] = start + offset
+
+    def scope_mask(self, scope: Any) -> Any:
+        import numpy as np
+
+        if scope is None:
+            return None
+        if scope.kind == "exact":
+            wanted = [pid for part, pid in self.name_ids.items() if part == scope.value]
+        else:
+            low, high = scope.bounds()
+            wanted = [pid for part, pid in self.name_ids.items() if part is not None and low <= part < high]
+        return np.isin(self.parts, np.array(wanted, dtype=np.int32))
+
+
+_caches: dict[str, _Cache] = {}
+_caches_lock = threading.Lock()
+
+
+def _cache_for(conn: Any) -> _Cache:
+    key = conn.raw.filename
+    with _caches_lock:
+        if key not in _caches:
+            _caches[key] = _Cache()
+        return _caches[key]
+
+
+def candidates(conn: Any, name: str, vector: Any, *, k: int, scope: Any, factor: int = 1) -> list[int] | None:
+    """Seqs of the `factor × rescored(k)` best sign-code candidates in `scope`, nearest first, or
+    None when the scope is small (or the bits table is missing): the caller then runs the exact KNN."""
+    import numpy as np
+
+    if not exists(conn, name):
+        return None
+    cache = _cache_for(conn)
+    with cache.lock:
+        cache.refresh(conn, name)
+        dims = cache.codes.shape[1] * 8
+        if len(cache.seqs) * dims < APPROX_MIN_FLOATS:
+            return None
+        mask = cache.scope_mask(scope)
+        if mask is None:
+            seqs, codes = cache.seqs, cache.codes
+        else:
+            picked = np.flatnonzero(mask)
+            if len(picked) * dims < APPROX_MIN_FLOATS:
+                return None
+            seqs, codes = cache.seqs[picked], cache.codes[picked]
+        query = np.frombuffer(signs(vector), dtype=np.uint8)
+        if codes.shape[1] != len(query):
+            return None
+        # XOR then popcount, 8 bytes at a time when the width allows it.
+        if codes.shape[1] % 8 == 0:
+            dist = np.bitwise_count(codes.view(np.uint64) ^ query.view(np.uint64)).sum(axis=1, dtype=np.int32)
+        else:
+            dist = np.bitwise_count(codes ^ query).sum(axis=1, dtype=np.int32)
+        take = min(len(seqs), rescored(k) * factor)
+        best = np.argpartition(dist, take - 1)[:take] if take < len(seqs) else np.arange(len(seqs))
+        best = best[np.argsort(dist[best], kind="stable")]
+        return [int(s) for s in seqs[best]]

