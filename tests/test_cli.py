@@ -76,9 +76,9 @@ def test_dotenv_contributes_only_vp_variables(tmp_path):
                                    "VP_ORCHESTRATOR=from-dotenv\nVP_TOOLSETS=core,records\n")
     out = run(["doctor"], clean_env(VP_DB_PATH=str(tmp_path / "d.db")), tmp_path)
     shown = _doctor_settings(out.stdout)
-    assert shown["VP_EMBEDDINGS"] == "none"  # the other app's key did not switch embeddings on
+    assert shown["VP_EMBEDDINGS"] == "local"  # the other app's key did not switch the openai provider on
     assert shown["VP_ORCHESTRATOR"] == "from-dotenv" and shown["VP_TOOLSETS"] == "core,records"
-    assert "OPENAI_API_KEY / AI_GATEWAY_API_KEY" not in shown  # embeddings off: the key does nothing
+    assert "OPENAI_API_KEY / AI_GATEWAY_API_KEY" not in shown  # not the openai provider: the key does nothing
     assert "sk-unrelated" not in out.stdout + out.stderr
     # Settings that do nothing in this installation are not listed (HTTP, GitHub, UI arrive as packages).
     import importlib.util
@@ -162,6 +162,11 @@ def test_status_shows_peers_unread_tasks_and_jobs(tmp_path):
                 tools.call("create_task", title=f"t{i}", assignedTo="bob", priority="low", createdBy="alice")
             done = tools.call("create_task", title="d", assignedTo="bob", priority="low", createdBy="alice")
             tools.call("complete_task", taskId=done, completionNote="finished and verified", callerOrchestrator="bob")
+            tools.call("create_recurring_task", title="weekly report", assignedTo="bob",
+                       cronExpression="0 9 * * 1", createdBy="alice")
+        from vantage_peers.scheduler import Scheduler
+
+        Scheduler(app).run_once({"memory-expiry"})
     finally:
         app.db.close()
     out = run(["status", "--json"], clean_env(VP_DB_PATH=str(db)), tmp_path)
@@ -172,8 +177,12 @@ def test_status_shows_peers_unread_tasks_and_jobs(tmp_path):
     assert data["openTasks"] == [{"assignedTo": "bob", "open": 4, "todo": 4, "in_progress": 0, "review": 0,
                                   "blocked": 0}]
     assert {"embeddings"} <= {j["name"] for j in data["jobs"]}
+    expiry = next(j for j in data["jobs"] if j["name"] == "memory-expiry")
+    assert expiry["runCount"] == 1 and expiry["lastStatus"] == "ok" and expiry["lastRunAt"] > 0
+    assert data["recurring"]["active"] == 1 and data["recurring"]["nextDue"][0]["title"] == "weekly report"
     text = run(["status"], clean_env(VP_DB_PATH=str(db)), tmp_path).stdout
     assert "bob/bob-1" in text and "fixing the build" in text and "scheduler jobs" in text
+    assert "recurring tasks: 1 active" in text and "weekly report" in text and "never run" in text
     assert any(line.split()[:2] == ["bob", "4"] for line in text.splitlines())
 
 

@@ -83,7 +83,7 @@ def settings_shown(settings: Settings) -> list[tuple[str, str]]:
 
     rows = []
     for field, env_name, when in SHOWN_SETTINGS:
-        if when == "embeddings" and settings.embeddings == "none":
+        if when == "embeddings" and settings.embeddings != "openai":  # model, key and URL serve openai only
             continue
         if when not in (None, "embeddings") and importlib.util.find_spec(when) is None:
             continue

@@ -40,15 +40,23 @@ def collect(app: Any) -> dict[str, Any]:
         counts[r["status"]] = r["n"]
     open_tasks = [{"assignedTo": who, "open": sum(c.values()), **c}
                   for who, c in sorted(tasks.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))]
+    from .domains.recurring import scheduler_overview
+
+    overview = scheduler_overview(app.db, now=now)
+    ran = {j["name"]: j for j in overview["jobs"]}  # run state kept in the file by every process
     jobs = []
     for name, _fn in app.jobs:
         sched = app.job_schedules.get(name, {})
         lease = leases.get(f"job:{name}")
         held = lease is not None and lease["expiresAt"] > now
+        state = ran.get(name, {})
         jobs.append({"name": name, "everySeconds": sched.get("every_seconds"), "cron": sched.get("cron"),
-                     "runningBy": lease["owner"] if held else None})
+                     "runningBy": lease["owner"] if held else None, "lastRunAt": state.get("lastFinishedAt"),
+                     "lastStatus": state.get("lastStatus"), "nextRunAt": state.get("nextRunAt"),
+                     "runCount": state.get("runCount", 0)})
     return {"database": str(app.settings.db_path), "now": now, "peers": peers, "unread": unread,
-            "openTasks": open_tasks, "jobs": jobs, "tickSeconds": app.settings.tick_seconds}
+            "openTasks": open_tasks, "jobs": jobs, "tickSeconds": app.settings.tick_seconds,
+            "recurring": overview["recurring"]}
 
 
 def _ago(now: int, then: int | None) -> str:
@@ -59,6 +67,18 @@ def _ago(now: int, then: int | None) -> str:
         if s >= size:
             return f"{s // size}{unit} ago"
     return f"{s}s ago"
+
+
+def _in(now: int, then: int | None) -> str:
+    if not then:
+        return "—"
+    if then <= now:
+        return "due now"
+    s = (then - now) // 1000
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size:
+            return f"in {s // size}{unit}"
+    return f"in {s}s"
 
 
 def render(data: dict[str, Any]) -> str:
@@ -88,9 +108,17 @@ def render(data: dict[str, Any]) -> str:
         cadence = f"cron {j['cron']}" if j["cron"] else (f"every {j['everySeconds']:g}s" if j["everySeconds"]
                                                           else "every tick")
         running = f"  running now in {j['runningBy']}" if j["runningBy"] else ""
-        out.append(f"  {j['name']:<32} {cadence}{running}")
+        last = f"last {_ago(now, j['lastRunAt'])} ({j['lastStatus']})" if j.get("lastRunAt") else "never run"
+        out.append(f"  {j['name']:<32} {cadence:<20} {last}{running}")
     if not data["jobs"]:
         out.append("  (none registered)")
+    rec = data.get("recurring") or {}
+    out += ["", f"recurring tasks: {rec.get('active', 0)} active, {rec.get('paused', 0)} paused; next due:"]
+    for t in rec.get("nextDue", []):
+        when = _in(now, t.get("nextRunAt"))
+        out.append(f"  {when:>12}  {t.get('cronExpression', ''):<16} {t.get('assignedTo', ''):<12} {t.get('title', '')[:60]}")
+    if not rec.get("nextDue"):
+        out.append("  (none)")
     return "\n".join(out) + "\n"
 
 
