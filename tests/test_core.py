@@ -45,7 +45,7 @@ def test_settings_from_env_and_dotenv(tmp_path, monkeypatch):
     s = Settings.from_env({"VP_ORCHESTRATOR": "fromenv", "VP_DB_PATH": str(tmp_path / "x.db")})
     assert s.orchestrator == "fromenv"  # environment wins over .env
     assert s.tick_seconds == 3.0
-    assert s.embeddings == "none"  # a key in a .env (maybe another app's) does not switch embeddings on
+    assert s.embeddings == "local"  # a key in a .env (maybe another app's) does not switch openai on
     assert s.openai_api_key is None
     (tmp_path / ".env").write_text("VP_EMBEDDINGS=openai\nOPENAI_API_KEY=k\n")  # written for vantage-peers
     assert Settings.from_env({}).embeddings == "openai" and Settings.from_env({}).openai_api_key == "k"

@@ -109,6 +109,17 @@ async def _json(request: Request) -> dict[str, Any]:
     return doc
 
 
+async def _master_body(request: Request) -> tuple[Response | None, dict[str, Any]]:
+    """(refusal, None) for a non-master caller, else (None, the JSON body — {} when absent or bad)."""
+    denied = _master(request)
+    if denied is not None:
+        return denied, {}
+    try:
+        return None, await _json(request)
+    except ValueError:
+        return None, {}
+
+
 def admin_routes(db: Database) -> list[Route]:
     async def run(request: Request, fn: Any, status: int = 200) -> Response:
         denied = _master(request)
@@ -144,26 +155,18 @@ def admin_routes(db: Database) -> list[Route]:
         return await run(request, lambda: revoke_client(db, client_id))
 
     async def client_profile(request: Request) -> Response:
-        denied = _master(request)
+        denied, doc = await _master_body(request)
         if denied is not None:
             return denied
-        try:
-            doc = await _json(request)
-        except ValueError:
-            doc = {}
         return await run(request, lambda: set_profile(db, request.path_params["client_id"],
                                                       str(doc.get("scopeProfile") or "")))
 
     async def profile_list(request: Request) -> Response:
         if request.method == "GET":
             return await run(request, lambda: {"items": [p.doc() for p in db.read(profiles.list_all)]})
-        denied = _master(request)
+        denied, doc = await _master_body(request)
         if denied is not None:
             return denied
-        try:
-            doc = await _json(request)
-        except ValueError:
-            doc = {}
         return await run(request, lambda: save_profile(db, doc))
 
     async def seed(request: Request) -> Response:

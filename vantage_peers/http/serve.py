@@ -106,6 +106,10 @@ def _run_workers(settings, host: str, port: int, no_auth: bool, workers: int) ->
         if pid == 0:  # the worker
             code = 1
             try:
+                if shared is None:
+                    # The probe (inherited by fork) is in the port's SO_REUSEPORT group too: it must not
+                    # stay open here, or the kernel would hand it connections nobody accepts.
+                    probe.close()
                 sock = shared or socket.create_server((host, port), family=family, backlog=2048, reuse_port=True)
                 code = _serve_one(settings, host, port, no_auth, sock)
             finally:

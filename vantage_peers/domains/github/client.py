@@ -79,25 +79,20 @@ class GitHubClient:
 
     def find_comment(self, repo: str, number: int, marker: str, pages: int = 10) -> dict[str, Any] | None | Response:
         """The issue's comment holding `marker`; None when there is none; a Response on failure."""
-        for page in range(1, pages + 1):
-            resp = self.request("GET", f"/repos/{repo}/issues/{number}/comments", query={"per_page": 100, "page": page})
-            if not resp.ok or not isinstance(resp.body, list):
-                return resp
-            for item in resp.body:
-                if isinstance(item, dict) and marker in str(item.get("body") or ""):
-                    return item
-            if len(resp.body) < 100:
-                return None
-        return None
+        return self._find_marked(f"/repos/{repo}/issues/{number}/comments", {}, marker, pages)
 
     def create_issue(self, repo: str, title: str, body: str, labels: list[str]) -> Response:
         return self.request("POST", f"/repos/{repo}/issues", {"title": title, "body": body, "labels": labels})
 
     def find_issue(self, repo: str, marker: str, label: str, pages: int = 5) -> dict[str, Any] | None | Response:
+        query = {"labels": label, "state": "all", "sort": "created", "direction": "desc"}
+        return self._find_marked(f"/repos/{repo}/issues", query, marker, pages)
+
+    def _find_marked(self, path: str, query: dict[str, Any], marker: str,
+                     pages: int) -> dict[str, Any] | None | Response:
+        """Page through a GitHub list (100 a page) for the item whose body holds `marker`."""
         for page in range(1, pages + 1):
-            resp = self.request("GET", f"/repos/{repo}/issues", query={
-                "labels": label, "state": "all", "sort": "created", "direction": "desc", "per_page": 100,
-                "page": page})
+            resp = self.request("GET", path, query={**query, "per_page": 100, "page": page})
             if not resp.ok or not isinstance(resp.body, list):
                 return resp
             for item in resp.body:
