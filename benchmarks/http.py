@@ -218,7 +218,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--workers-only", type=int, default=0,
+                        help="only the throughput of one `serve --workers N` (skips the other measurements)")
     args = parser.parse_args()
+    if args.workers_only:
+        workdir = Path(tempfile.mkdtemp())
+        db = workdir / "bench.db"
+        proc, url = _start_serve(db, workdir, workers=args.workers_only)
+        try:
+            _throughput(db, [url], args.seconds, label=f"1 serve --workers {args.workers_only}")
+        finally:
+            proc.terminate()
+            proc.wait(30)
+        return
 
     import anyio
     import httpx2

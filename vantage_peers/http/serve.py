@@ -83,6 +83,24 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
     return 0
 
 
+def _listen(host: str, port: int, family: int, *, reuse_port: bool) -> socket.socket:
+    """A listening TCP socket. Created with proto=IPPROTO_TCP on purpose: asyncio sets TCP_NODELAY
+    only on connections of such sockets, and without it every small reply waits ~40 ms for the
+    client's delayed ACK (socket.create_server leaves proto 0)."""
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 def _run_workers(settings, host: str, port: int, no_auth: bool, workers: int) -> int:
     """Pre-fork: one listening socket, `workers` processes accepting on it.
 
@@ -95,11 +113,11 @@ def _run_workers(settings, host: str, port: int, no_auth: bool, workers: int) ->
     reuse_port = hasattr(socket, "SO_REUSEPORT")
     # With SO_REUSEPORT each worker has its own listening socket and the kernel spreads new
     # connections across them; one shared socket would let one worker take every keep-alive client.
-    shared = None if reuse_port else socket.create_server((host, port), family=family, backlog=2048)
+    shared = None if reuse_port else _listen(host, port, family, reuse_port=False)
     if shared is not None:
         shared.set_inheritable(True)
     else:  # fail here, once, if the port is taken (a probe socket kept until the workers bound theirs)
-        probe = socket.create_server((host, port), family=family, reuse_port=True)
+        probe = _listen(host, port, family, reuse_port=True)
     children: list[int] = []
     for _ in range(workers):
         pid = os.fork()
@@ -110,7 +128,7 @@ def _run_workers(settings, host: str, port: int, no_auth: bool, workers: int) ->
                     # The probe (inherited by fork) is in the port's SO_REUSEPORT group too: it must not
                     # stay open here, or the kernel would hand it connections nobody accepts.
                     probe.close()
-                sock = shared or socket.create_server((host, port), family=family, backlog=2048, reuse_port=True)
+                sock = shared or _listen(host, port, family, reuse_port=True)
                 code = _serve_one(settings, host, port, no_auth, sock)
             finally:
                 os._exit(code)
