@@ -31,13 +31,23 @@ Row = dict[str, Any]
 JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024  # the WAL / journal file is truncated back to this after a checkpoint
 
 
+def _vec_path() -> str:
+    """sqlite-vec's loadable extension, found without importing the package: its __init__ imports
+    numpy when numpy is installed (~180 ms on the MCP handshake's path, for a path join)."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("sqlite-vec is not installed")
+    return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
+
+
 def _load_vec(conn: apsw.Connection) -> str | None:
     """Load sqlite-vec; returns its version, or None when the extension is unavailable."""
     try:
-        import sqlite_vec
-
         conn.enable_load_extension(True)
-        conn.load_extension(sqlite_vec.loadable_path())
+        conn.load_extension(_vec_path())
         conn.enable_load_extension(False)
         return conn.execute("SELECT vec_version()").fetchall()[0][0]
     except Exception:  # noqa: BLE001 - a missing extension degrades vector search, nothing else

@@ -107,7 +107,7 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
     # Stateless: each POST stands alone (state lives in the database), so `curl … tools/list` works
     # without a session handshake and several serve processes can sit behind one load balancer.
     # JSON responses (not an SSE stream per POST): the tools send no server-to-client messages
-    # mid-call, and a plain JSON body halves the per-call cost (benchmarks/http.py).
+    # mid-call, and a plain JSON body halves the per-call cost (benchmarks/http_transport.py).
     inner = mcp.streamable_http_app(streamable_http_path="/mcp", transport_security=_security(host, public),
                                     host=host, stateless_http=True, json_response=True)
     endpoint = next(r.endpoint for r in inner.routes if getattr(r, "path", None) == "/mcp")

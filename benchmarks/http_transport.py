@@ -10,27 +10,23 @@
   processes on the same file (the stateless transport scales out that way); zero loss checked by
   counting rows.
 
-Usage: uv run python benchmarks/http.py [--calls 200] [--seconds 10]
+Usage: uv run python benchmarks/http_transport.py [--calls 200] [--seconds 10]
 Targets: HTTP p50 <= 2x stdio p50; >= 500 calls/s aggregate on 2 cores.
 """
 
 from __future__ import annotations
 
+import argparse
+import multiprocessing as mp
+import os
+import shutil
+import signal
+import socket
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
-
-# This file is named http.py: keep its folder off sys.path so `import http.client` finds the stdlib.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
-import argparse  # noqa: E402
-import multiprocessing as mp  # noqa: E402
-import os  # noqa: E402
-import shutil  # noqa: E402
-import signal  # noqa: E402
-import socket  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
 
 MASTER = "b7" * 32
 
