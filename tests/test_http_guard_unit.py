@@ -77,3 +77,26 @@ def test_migration_007_upgrades_an_older_file_without_touching_its_data(tmp_path
     assert {"oauth_clients", "oauth_access_tokens", "oauth_refresh_tokens", "oauth_scope_profiles",
             "userBearerTokens", "credentialsAuditLog"} <= tables
     db.close()
+
+
+def test_deployment_tools_are_master_only_over_http(tmp_path):
+    from vantage_peers.http.guard import ScopeForbidden, ScopeGuard
+
+    app = create_app(Settings(db_path=tmp_path / "d.db", scheduler=False))
+    guard = ScopeGuard(app)
+    args = {"name": "prod", "deploymentUrl": "https://evil.example", "deployKeyEnvVar": "DEPLOY_KEY_PROD"}
+    everyone = profiles.ScopeProfile("ops", "", ("ops",), ("*",), ("*",))
+    for tool in ("add_deployment", "remove_deployment"):
+        token = auth_context_var.set(principal(everyone))
+        try:
+            with pytest.raises(ScopeForbidden, match=f"{tool} is reserved for the master bearer"):
+                guard(tool, dict(args))
+        finally:
+            auth_context_var.reset(token)
+        token = auth_context_var.set(principal(profiles.MASTER_PROFILE))
+        try:
+            assert guard(tool, dict(args)) is None  # the master passes untouched
+        finally:
+            auth_context_var.reset(token)
+        assert guard(tool, dict(args)) is None  # stdio: local trust
+    app.db.close()

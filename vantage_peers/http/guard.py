@@ -11,6 +11,8 @@ Registered with `app.add_guard`; it reads the call's principal (principal.py). N
   `orchestratorId`, `requestedBy`, and `recipient` of check_messages) must name an orchestrator of
   `fromAllowList`; an omitted one is filled in when the list names exactly one (so an omitted
   optional caller cannot skip the tool's own RBAC), else refused. `system` is master-only.
+- `add_deployment` / `remove_deployment` are master-only (MASTER_ONLY): they decide where the
+  server sends a deploy key.
 - Every other tool acts on shared, non-namespaced records (tasks, messages, diaries…): it needs a
   profile with at least one identity. `client-generic` and `public-readonly` have none, so they
   reach only namespaced reads inside their prefixes (plus `whoami`, `validate_task_payload`).
@@ -29,6 +31,9 @@ IDENTITY = ("from", "createdBy", "callerOrchestrator", "orchestrator", "orchestr
 READ_IDENTITY = {"check_messages": ("recipient",)}  # read tools whose identity argument means "me"
 NOT_IDENTITY = {("create_bu", "orchestratorId"), ("update_bu", "orchestratorId")}  # the BU's owner, not the caller
 OPEN_TOOLS = {"whoami", "validate_task_payload"}
+# The server sends the deploy key named by `deployKeyEnvVar` to the deployment's URL: a scoped token
+# that could register or re-point a deployment could have any DEPLOY_KEY_* secret sent to its host.
+MASTER_ONLY = {"add_deployment", "remove_deployment"}
 
 
 class ScopeForbidden(VantageError):
@@ -57,6 +62,9 @@ class ScopeGuard:
             return None
         read_only, params = self._shape(tool)
         name = p.profile.profile_id
+        if tool in MASTER_ONLY:
+            raise ScopeForbidden(f"{tool} is reserved for the master bearer over HTTP (it decides where the "
+                                 f"server sends a deploy key); profile {name} may not call it")
         namespaced = "namespace" in params or "memoryId" in params
         if namespaced:
             self._namespaces(p, tool, kwargs, read_only)
