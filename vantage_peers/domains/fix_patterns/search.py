@@ -36,7 +36,7 @@ def depth_for(limit: int) -> int:
 
 
 def keyword_hits(conn: Connection, *, query: str, project: str | None, limit: int) -> list[Row]:
-    """Patterns holding any word of `query`, best BM25 first, each with `rank` and `snippet`."""
+    """Patterns holding any word of `query`, best BM25 first, each with `rank` (snippets: search())."""
     words = fts_query(query, mode="or")
     if words is None:
         return []
@@ -44,15 +44,13 @@ def keyword_hits(conn: Connection, *, query: str, project: str | None, limit: in
     if project is not None:
         where.append("p.sourceProject = ?")
         params.append(project)
-    rows = budget.query(
+    return budget.query(
         conn,
         f"SELECT p.*, bm25({FTS}, {WEIGHTS}) AS rank "
         f"FROM {FTS} JOIN fixPatterns p ON p.seq = {FTS}.rowid WHERE {' AND '.join(where)} "
         "ORDER BY rank, p.id LIMIT ?",
         [*params, limit],
     )
-    add_snippets(rows, words, ("symptom", "rootCause", "tags", "stack"))  # the first column holding a term
-    return rows
 
 
 def vector_hits(conn: Connection, vector: Sequence[float], *, project: str | None, k: int) -> list[tuple[int, float]]:
@@ -90,6 +88,12 @@ def search(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
     if missing:
         marks = ",".join("?" for _ in missing)
         rows.update({r["seq"]: r for r in conn.query(f"SELECT * FROM fixPatterns WHERE seq IN ({marks})", missing)})
+    # Snippets only for the keyword hits that are returned, not for every fused candidate.
+    returned = [f.key for f in fused if f.key in rows][:limit]
+    words = fts_query(query, mode="or")
+    if words is not None:
+        hits = [rows[key] for key in returned if key in kw_rows]
+        add_snippets(hits, words, ("symptom", "rootCause", "tags", "stack"))  # the first column holding a term
     items = fused_docs(fused, rows, distances, pattern_doc, limit)
     if fields == "lite":
         items = lite(items)
