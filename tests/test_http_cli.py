@@ -144,3 +144,18 @@ def test_serve_workers_share_one_port_and_stop_together(tmp_path):
     conn = apsw.Connection(str(tmp_path / "w.db"))
     contents = sorted(r[0] for r in conn.execute("SELECT content FROM messages"))
     assert contents == sorted(f"m{i}" for i in range(40))
+
+
+def test_serve_workers_refuse_a_port_in_use_with_one_line(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**os.environ, "VP_DB_PATH": str(tmp_path / "p.db"), "BEARER_SECRET_MASTER": "a3" * 32,
+               "VP_SCHEDULER": "off"}
+        out = subprocess.run([script(), "serve", "--port", str(port), "--workers", "2"], env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in out.stderr
+    assert "Traceback" not in out.stderr

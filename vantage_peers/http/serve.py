@@ -83,7 +83,7 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
     return 0
 
 
-def _listen(host: str, port: int, family: int, *, reuse_port: bool) -> socket.socket:
+def _listen(host: str, port: int, family: int, *, reuse_port: bool, listen: bool = True) -> socket.socket:
     """A listening TCP socket. Created with proto=IPPROTO_TCP on purpose: asyncio sets TCP_NODELAY
     only on connections of such sockets, and without it every small reply waits ~40 ms for the
     client's delayed ACK (socket.create_server leaves proto 0)."""
@@ -94,7 +94,8 @@ def _listen(host: str, port: int, family: int, *, reuse_port: bool) -> socket.so
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((host, port))
-        sock.listen(2048)
+        if listen:
+            sock.listen(2048)
     except BaseException:
         sock.close()
         raise
@@ -102,7 +103,7 @@ def _listen(host: str, port: int, family: int, *, reuse_port: bool) -> socket.so
 
 
 def _run_workers(settings, host: str, port: int, no_auth: bool, workers: int) -> int:
-    """Pre-fork: one listening socket, `workers` processes accepting on it.
+    """Pre-fork: `workers` processes accepting on one port (each its own SO_REUSEPORT socket).
 
     A process runs Python one thread at a time, so one serve process tops out near one core; each
     worker is a full server (its own connections, scheduler and sessions — state lives in the file,
@@ -113,11 +114,16 @@ def _run_workers(settings, host: str, port: int, no_auth: bool, workers: int) ->
     reuse_port = hasattr(socket, "SO_REUSEPORT")
     # With SO_REUSEPORT each worker has its own listening socket and the kernel spreads new
     # connections across them; one shared socket would let one worker take every keep-alive client.
-    shared = None if reuse_port else _listen(host, port, family, reuse_port=False)
-    if shared is not None:
-        shared.set_inheritable(True)
-    else:  # fail here, once, if the port is taken (a probe socket kept until the workers bound theirs)
-        probe = _listen(host, port, family, reuse_port=True)
+    try:
+        shared = None if reuse_port else _listen(host, port, family, reuse_port=False)
+        if shared is not None:
+            shared.set_inheritable(True)
+        else:  # fail here, once, if the port is taken: a probe that binds but never listens, so it is
+            # never handed a connection; it holds the port until the workers have bound theirs
+            probe = _listen(host, port, family, reuse_port=True, listen=False)
+    except OSError as exc:
+        print(f"vantage-peers serve: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     children: list[int] = []
     for _ in range(workers):
         pid = os.fork()
@@ -125,9 +131,7 @@ def _run_workers(settings, host: str, port: int, no_auth: bool, workers: int) ->
             code = 1
             try:
                 if shared is None:
-                    # The probe (inherited by fork) is in the port's SO_REUSEPORT group too: it must not
-                    # stay open here, or the kernel would hand it connections nobody accepts.
-                    probe.close()
+                    probe.close()  # the parent's, inherited by fork
                 sock = shared or _listen(host, port, family, reuse_port=True)
                 code = _serve_one(settings, host, port, no_auth, sock)
             finally:
