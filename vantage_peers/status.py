@@ -30,10 +30,9 @@ def collect(app: Any) -> dict[str, Any]:
         marks = ",".join("?" * len(OPEN_TASK_STATUSES))
         rows = c.query(f"SELECT assignedTo, status, count(*) AS n FROM tasks WHERE status IN ({marks}) "
                        "GROUP BY assignedTo, status", OPEN_TASK_STATUSES)
-        leases = {r["name"]: dict(r) for r in c.query("SELECT name, owner, expiresAt FROM leases")}
-        return peers, unread, rows, leases
+        return peers, unread, rows
 
-    peers, unread, rows, leases = app.db.read(read)
+    peers, unread, rows = app.db.read(read)
     tasks: dict[str, dict[str, int]] = {}
     for r in rows:
         counts = tasks.setdefault(r["assignedTo"], {s: 0 for s in OPEN_TASK_STATUSES})
@@ -47,11 +46,10 @@ def collect(app: Any) -> dict[str, Any]:
     jobs = []
     for name, _fn in app.jobs:
         sched = app.job_schedules.get(name, {})
-        lease = leases.get(f"job:{name}")
-        held = lease is not None and lease["expiresAt"] > now
-        state = ran.get(name, {})
+        state = ran.get(name, {})  # `running`: its lease is held now, by the process that last started it
         jobs.append({"name": name, "everySeconds": sched.get("every_seconds"), "cron": sched.get("cron"),
-                     "runningBy": lease["owner"] if held else None, "lastRunAt": state.get("lastFinishedAt"),
+                     "runningBy": state.get("lastOwner") if state.get("running") else None,
+                     "lastRunAt": state.get("lastFinishedAt"),
                      "lastStatus": state.get("lastStatus"), "nextRunAt": state.get("nextRunAt"),
                      "runCount": state.get("runCount", 0)})
     return {"database": str(app.settings.db_path), "now": now, "peers": peers, "unread": unread,
