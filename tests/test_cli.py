@@ -167,6 +167,11 @@ def test_status_shows_peers_unread_tasks_and_jobs(tmp_path):
         from vantage_peers.scheduler import Scheduler
 
         Scheduler(app).run_once({"memory-expiry"})
+        from vantage_peers.ids import now_ms
+        from vantage_peers.scheduler import claim_job
+
+        assert app.db.write(lambda c: claim_job(c, name="embeddings", schedule="every tick", owner="proc-x",
+                                                now=now_ms(), ttl_ms=600_000))  # a job running right now
     finally:
         app.db.close()
     out = run(["status", "--json"], clean_env(VP_DB_PATH=str(db)), tmp_path)
@@ -179,6 +184,8 @@ def test_status_shows_peers_unread_tasks_and_jobs(tmp_path):
     assert {"embeddings"} <= {j["name"] for j in data["jobs"]}
     expiry = next(j for j in data["jobs"] if j["name"] == "memory-expiry")
     assert expiry["runCount"] == 1 and expiry["lastStatus"] == "ok" and expiry["lastRunAt"] > 0
+    running = {j["name"]: j["runningBy"] for j in data["jobs"]}
+    assert running["embeddings"] == "proc-x" and running["memory-expiry"] is None
     assert data["recurring"]["active"] == 1 and data["recurring"]["nextDue"][0]["title"] == "weekly report"
     text = run(["status"], clean_env(VP_DB_PATH=str(db)), tmp_path).stdout
     assert "bob/bob-1" in text and "fixing the build" in text and "scheduler jobs" in text
