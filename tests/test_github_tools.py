@@ -105,6 +105,9 @@ def test_deployments_and_errors_with_paging(app, tools):
     dep = tools.call("add_deployment", name="myreeldream", deploymentUrl="https://calm-gerbil-63.convex.cloud/",
                      deployKeyEnvVar="DEPLOY_KEY_MYREELDREAM", githubRepo=REPO, orchestrator="dave")
     assert dep["created"] and dep["active"] is True and dep["deploymentUrl"] == "https://calm-gerbil-63.convex.cloud"
+    again = tools.call("add_deployment", name="myreeldream", deploymentUrl="https://calm-gerbil-63.convex.cloud/",
+                       deployKeyEnvVar="DEPLOY_KEY_MYREELDREAM", githubRepo=REPO, orchestrator="dave")
+    assert again["created"] is False and again["deploymentId"] == dep["deploymentId"]
     for bad in ("GITHUB_TOKEN", "OPENAI_API_KEY", "deploy_key_x", "DEPLOY_KEY_X; ls"):
         assert "deployKeyEnvVar" in tools.error("add_deployment", name="x", deploymentUrl="https://a.b",
                                                 deployKeyEnvVar=bad, githubRepo=REPO, orchestrator="d")

@@ -28,18 +28,19 @@ def add(conn: Connection, *, name: str, url: str, key_env: str, github_repo: str
         now: int | None = None) -> dict[str, Any]:
     """Register (or update and reactivate) the deployment called `name`."""
     now = now or now_ms()
-    existed = conn.scalar("SELECT 1 FROM monitoredDeployments WHERE name = ?", (name,)) is not None
+    new = new_id("dep")
     row = conn.one(
         "INSERT INTO monitoredDeployments (id, name, deploymentUrl, deployKeyEnvVar, githubRepo, orchestrator, "
         "active, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT (name) DO UPDATE SET "
         "deploymentUrl = excluded.deploymentUrl, deployKeyEnvVar = excluded.deployKeyEnvVar, "
         "githubRepo = excluded.githubRepo, orchestrator = excluded.orchestrator, active = 1, "
         "logCursor = CASE WHEN deploymentUrl = excluded.deploymentUrl THEN logCursor ELSE 0 END, "
-        "updatedAt = excluded.updatedAt RETURNING *",
-        (new_id("dep"), name, url, key_env, github_repo, orchestrator, now, now),
+        "updatedAt = excluded.updatedAt RETURNING *, (id = ?) AS created",  # an update keeps the old id
+        (new, name, url, key_env, github_repo, orchestrator, now, now, new),
     )
     assert row is not None
-    return {"deploymentId": row["id"], "created": not existed, **deployment_doc(row)}
+    created = bool(row.pop("created"))
+    return {"deploymentId": row["id"], "created": created, **deployment_doc(row)}
 
 
 def deactivate(conn: Connection, *, name: str, now: int | None = None) -> dict[str, Any]:

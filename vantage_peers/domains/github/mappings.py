@@ -19,12 +19,13 @@ def add(conn: Connection, *, repo: str, orchestrator: str, project: str, created
         now: int | None = None) -> dict[str, Any]:
     """Insert, or re-point and reactivate an existing mapping of `repo` (one row per repo)."""
     now = now or now_ms()
+    new = new_id("rmp")
     row = conn.one(
         "INSERT INTO githubRepoMapping (id, repo, orchestrator, project, active, createdBy, createdAt, updatedAt) "
         "VALUES (?, ?, ?, ?, 1, ?, ?, ?) ON CONFLICT (repo) DO UPDATE SET orchestrator = excluded.orchestrator, "
         "project = excluded.project, active = 1, updatedAt = excluded.updatedAt RETURNING *, "
-        "(createdAt = ?) AS created",
-        (new_id("rmp"), repo, orchestrator, project, created_by, now, now, now),
+        "(id = ?) AS created",  # an update keeps the old id (createdAt can equal now on a same-ms re-add)
+        (new, repo, orchestrator, project, created_by, now, now, new),
     )
     assert row is not None
     created = bool(row.pop("created"))
