@@ -8,9 +8,12 @@ from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.mcpserver.exceptions import ResourceError
 
-from vantage_peers.http import profiles
+from vantage_peers import scopes as profiles
+from vantage_peers.domains.memory.store import scope_of, scope_sql
 from vantage_peers.http.asgi import build_http_app
-from vantage_peers.http.principal import Principal, namespace_read_filter
+from vantage_peers.http.profiles import MASTER_PROFILE
+from vantage_peers.policy import ScopeForbidden, read_prefixes, resolve
+from vantage_peers.scopes import Principal
 from vantage_peers.server import create_app
 from vantage_peers.settings import Settings
 
@@ -45,19 +48,18 @@ def test_resources_over_http_need_an_identity_and_stdio_is_untouched(tmp_path):
 
 
 def test_store_filter_follows_the_principal():
-    assert namespace_read_filter("namespace") is None
-    token = auth_context_var.set(principal(profiles.ScopeProfile("p", "", (), ("project/a", "global"), ())))
-    try:
-        where, params = namespace_read_filter("m.namespace")
-        assert where.count("m.namespace = ?") == 2
-        assert params == ["project/a", "project/a/", "project/a0", "global", "global/", "global0"]
-    finally:
-        auth_context_var.reset(token)
-    token = auth_context_var.set(principal(profiles.MASTER_PROFILE))
-    try:
-        assert namespace_read_filter("namespace") is None
-    finally:
-        auth_context_var.reset(token)
+    def token(profile):
+        return Principal(token="t", client_id="c", scopes=[], kind="oauth", profile=profile)
+
+    assert read_prefixes(None) is None and scope_of(None, visible=None) is None
+    visible = read_prefixes(token(profiles.ScopeProfile("p", "", (), ("project/a", "global"), ())))
+    where, params = scope_sql(scope_of(None, visible=visible), "m.namespace")
+    assert where[0].count("m.namespace = ?") == 2
+    assert params == ["project/a", "project/a/", "project/a0", "global", "global/", "global0"]
+    where, params = scope_sql(scope_of("project/a/x", visible=visible), "m.namespace")
+    assert params[0] == "project/a/x" and params[1:] == ["project/a", "project/a/", "project/a0", "global",
+                                                         "global/", "global0"]
+    assert read_prefixes(token(MASTER_PROFILE)) is None
     assert profiles.sql_filter((), "ns") == ("0", [])
     assert profiles.within("project/a/b", "project/a") and not profiles.within("project/ab", "project/a")
     assert profiles.within("x", "*") and profiles.within("project/a/b", "project/a/*")
@@ -80,23 +82,14 @@ def test_migration_007_upgrades_an_older_file_without_touching_its_data(tmp_path
 
 
 def test_deployment_tools_are_master_only_over_http(tmp_path):
-    from vantage_peers.http.guard import ScopeForbidden, ScopeGuard
-
     app = create_app(Settings(db_path=tmp_path / "d.db", scheduler=False))
-    guard = ScopeGuard(app)
     args = {"name": "prod", "deploymentUrl": "https://evil.example", "deployKeyEnvVar": "DEPLOY_KEY_PROD"}
     everyone = profiles.ScopeProfile("ops", "", ("ops",), ("*",), ("*",))
     for tool in ("add_deployment", "remove_deployment"):
-        token = auth_context_var.set(principal(everyone))
-        try:
-            with pytest.raises(ScopeForbidden, match=f"{tool} is reserved for the master bearer"):
-                guard(tool, dict(args))
-        finally:
-            auth_context_var.reset(token)
-        token = auth_context_var.set(principal(profiles.MASTER_PROFILE))
-        try:
-            assert guard(tool, dict(args)) is None  # the master passes untouched
-        finally:
-            auth_context_var.reset(token)
-        assert guard(tool, dict(args)) is None  # stdio: local trust
+        declared = app.registered[tool].policy
+        with pytest.raises(ScopeForbidden, match=f"{tool} is reserved for the master bearer"):
+            resolve(tool, declared, dict(args), principal(everyone).access_token, app.settings)
+        master = principal(MASTER_PROFILE).access_token
+        actor, _ = resolve(tool, declared, dict(args), master, app.settings)
+        assert actor.master  # the master passes
     app.db.close()

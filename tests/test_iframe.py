@@ -165,3 +165,32 @@ def test_two_processes_creating_one_session_id_one_wins(db_path):
              for _ in range(2)]
     outs = sorted(p.communicate(timeout=60)[0].strip() for p in procs)
     assert outs == ["conflict", "created"]
+
+
+def test_migration_011_keeps_sessions_and_leaves_old_ones_ownerless(tmp_path):
+    """A version-10 file with a live embed session upgrades: the session stays, with no owner, so it is
+    master/system's (and local stdio's) to touch or revoke; sessions created after are their creator's."""
+    from conftest import make_settings, open_tools
+
+    from vantage_peers.db import Database, latest_version, migrate
+    from vantage_peers.server import create_app
+
+    path = tmp_path / "v10.db"
+    old = Database(path)
+    assert migrate(old, target=10) == 10
+    old.write(lambda c: c.execute(
+        "INSERT INTO iframeEmbedSessions (id, sessionId, origin, createdAt, lastSeenAt, expiresAt) "
+        "VALUES ('ifs_old', 'old-session', 'https://a.example', 1, 1, 9999999999999)"))
+    old.close()
+    app = create_app(make_settings(path, orchestrator="alice"))
+    try:
+        assert app.db.conn.scalar("PRAGMA user_version") == latest_version() >= 11
+        assert app.db.conn.scalar("SELECT createdBy FROM iframeEmbedSessions WHERE id = 'ifs_old'") is None
+        with open_tools(app) as tools:
+            assert tools.call("get_iframe_session", sessionId="old-session")["origin"] == "https://a.example"
+            tools.call("create_iframe_session", sessionId="new-session", origin="https://b.example",
+                       expiresAt=9_999_999_999_999)
+        assert app.db.conn.scalar("SELECT createdBy FROM iframeEmbedSessions WHERE sessionId = 'new-session'") \
+            == "alice"
+    finally:
+        app.db.close()

@@ -9,8 +9,9 @@ import time
 
 from recurring_worker import context, ticker
 
+from vantage_peers import cron
 from vantage_peers.db import Database
-from vantage_peers.domains.recurring import cron, store
+from vantage_peers.domains.recurring import store
 
 MIN = 60_000
 STEPS = 30

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from vantage_peers import cron
 from vantage_peers.db import Database, migrate
-from vantage_peers.domains.recurring import cron, store
+from vantage_peers.domains.recurring import store
 from vantage_peers.domains.tasks import store as tasks_store
 from vantage_peers.errors import InvalidArgument
 

@@ -10,10 +10,11 @@ from collections import Counter
 from conftest import make_settings
 from recurring_worker import context, job_runner
 
+from vantage_peers import cron
 from vantage_peers.app import App
 from vantage_peers.db import Database, migrate
 from vantage_peers.doctor import run_doctor
-from vantage_peers.domains.recurring import cron, doctor_lines, scheduler_overview
+from vantage_peers.domains.recurring import doctor_lines, scheduler_overview
 from vantage_peers.scheduler import Scheduler, tick_now
 
 MIN = 60_000

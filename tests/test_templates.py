@@ -41,7 +41,7 @@ def test_documented_templates_are_seeded(tools):
 
 def test_seeding_is_idempotent_and_keeps_edits(app, tools, db_path):
     call(tools, "update_mission_template", {"name": "repo-fix-v1", "steps": [{"title": "Only", "description": ""}],
-                                            "createdBy": "carol"})
+                                            "createdBy": "system"})  # seeded templates: master/system only
     again = create_app(make_settings(db_path))
     try:
         with open_tools(again) as t2:
@@ -57,11 +57,14 @@ def test_upsert_both_names(tools):
     res = call(tools, "upsert_mission_template", {"name": "custom-v1", "description": "3 steps", "steps": steps,
                                                   "isDefault": False, "createdBy": "carol"})
     assert res["created"] is True and res["stepCount"] == 2 and res["templateId"].startswith("tpl_")
-    res2 = call(tools, "update_mission_template", {"name": "custom-v1", "steps": steps[:1], "createdBy": "dave"})
+    assert "RBAC_DENIED" in error(tools, "update_mission_template", {"name": "custom-v1", "steps": steps[:1],
+                                                                     "createdBy": "dave"})  # carol's template
+    res2 = call(tools, "update_mission_template", {"name": "custom-v1", "steps": steps[:1], "createdBy": "carol"})
     assert res2 == {**res, "created": False, "stepCount": 1}
     doc = tpl(tools, "custom-v1")
-    assert doc["description"] == "3 steps" and doc["createdBy"] == "dave" and doc["stepCount"] == 1
-    call(tools, "update_mission_template", {"name": "custom-v1", "steps": steps, "isDefault": True, "createdBy": "d"})
+    assert doc["description"] == "3 steps" and doc["createdBy"] == "carol" and doc["stepCount"] == 1
+    call(tools, "update_mission_template", {"name": "custom-v1", "steps": steps, "isDefault": True,
+                                            "createdBy": "system"})
     assert tpl(tools, "custom-v1")["isDefault"] is True and tpl(tools, "issue-resolution-v3")["isDefault"] is False
 
 

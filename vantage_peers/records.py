@@ -17,7 +17,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .app import MAX_QUERY_BYTES
 from .db import Connection, Row, dumps
 from .errors import Forbidden, InvalidArgument, NotFound
 from .ids import new_id, now_ms
@@ -25,6 +24,7 @@ from .paging import DEFAULT_LIMIT, equals, keyset_page, to_doc
 from .search import budget
 from .search.fts import ranked
 from .search.snippets import add_snippets
+from .validators import MAX_QUERY_BYTES
 
 SYSTEM = "system"
 MAX_CONTENT_BYTES = 1_048_576  # long free text (diary, briefing, component content)

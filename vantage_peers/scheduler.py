@@ -78,7 +78,7 @@ def schedule_text(cadence: dict[str, Any] | None) -> str:
 def next_run_after(schedule: str, started: int) -> int:
     """When a job with `schedule` is next due after a successful run that started at `started`."""
     if schedule.startswith("cron "):
-        from .domains.recurring import cron
+        from . import cron
 
         return cron.next_after(cron.schedule(schedule[5:], "UTC"), started)
     if schedule.startswith("every ") and schedule != "every tick":

@@ -6,10 +6,9 @@ import importlib
 import pkgutil
 from typing import Any
 
-from mcp.server.lowlevel import NotificationOptions
 from mcp.server.mcpserver import MCPServer
 
-from . import __version__, toolsets
+from . import __version__, sdk, toolsets
 from .app import App
 from .db import open_database
 from .settings import Settings
@@ -19,7 +18,7 @@ INSTRUCTIONS = (
     "SQLite file. Start a session with set_summary, check_messages, list_tasks and recall.\n"
     "Conventions for every tool (not repeated in each description): `from`, `createdBy`, "
     "`callerOrchestrator`, `recipient`, `requestedBy`, `orchestratorId` (profiles) and `orchestrator` "
-    "(diary) default to this server's VP_ORCHESTRATOR "
+    "(diary) default to the identity your access token carries (HTTP), else this server's VP_ORCHESTRATOR "
     "(instance ids to VP_INSTANCE_ID; see whoami); when an optional caller is absent, no RBAC check is "
     "made, and `system` bypasses RBAC. Times are Unix ms. list_* tools return {items, nextCursor?}: "
     "`limit` default 20, clamped to 1..200; pass `nextCursor` back as `cursor` until it is absent; "
@@ -31,31 +30,26 @@ INSTRUCTIONS = (
 
 
 class VantageServer(MCPServer):
-    """MCPServer that lists and runs only the tools of enabled toolsets and announces list changes."""
+    """MCPServer that lists only the tools of enabled toolsets (calls are checked by the pipeline)."""
 
     def __init__(self, app: App, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.vp_app = app
-        low = self._lowlevel_server
-        base = low.create_initialization_options
-
-        def with_list_changed(notification_options: NotificationOptions | None = None, *args: Any, **kw: Any):
-            # Handshake-era clients learn from this capability that enable_toolset may change the list.
-            return base(notification_options or NotificationOptions(tools_changed=True), *args, **kw)
-
-        low.create_initialization_options = with_list_changed  # type: ignore[method-assign]
+        sdk.announce_list_changed(self)
 
     async def list_tools(self):  # type: ignore[override]
         return [_lean_listing(t) for t in await super().list_tools() if toolsets.is_enabled(self.vp_app, t.name)]
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None):  # type: ignore[override]
-        from mcp.server.mcpserver.exceptions import ToolError
 
-        try:
-            toolsets.check_enabled(self.vp_app, name)
-        except ToolError as exc:
-            raise ToolError(f"Error executing tool {name}: {exc}") from None
-        return await super().call_tool(name, arguments, context)
+def _resource_policy(uri: Any) -> None:
+    """Resource reads: the same identity rule as shared-record tools over HTTP (memory rows a resource
+    renders are narrowed by the store's namespace filter like any list)."""
+    from mcp.server.mcpserver.exceptions import ResourceError
+
+    p = sdk.current_principal()
+    if p is not None and not p.is_master and not p.profile.from_allow_list:
+        raise ResourceError(f"FORBIDDEN: profile {p.profile.profile_id} has no orchestrator identity "
+                            f"(empty fromAllowList): resource {uri} is refused")
 
 
 def _lean_listing(tool: Any) -> Any:
@@ -91,6 +85,7 @@ def create_app(settings: Settings | None = None) -> App:
     app.enabled_toolsets = toolsets.initial_toolsets(app)
     app.mcp = VantageServer(app, name="vantage-peers", version=__version__, instructions=INSTRUCTIONS,
                             tools=app.tools)
+    sdk.wrap_read_resource(app.mcp, _resource_policy)
     for hook in app.server_hooks:
         hook(app.mcp)
     return app

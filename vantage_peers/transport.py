@@ -20,18 +20,16 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, BinaryIO
 
 import anyio
 import mcp_types as types
-from mcp.server import stdio as sdk_stdio
-from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
 from . import limits
+from .sdk import claim_stdin, claim_stdout, create_context_streams, lowlevel
 
 _ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,18})')
 
@@ -114,9 +112,9 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None
     restore_in = restore_out = None
     try:
         if stdin is None:
-            stdin, restore_in = sdk_stdio._claim_fd(0, sys.stdin, "rb", sdk_stdio._open_stdin_diversion)
+            stdin, restore_in = claim_stdin()
         if stdout is None:
-            stdout, restore_out = sdk_stdio._claim_fd(1, sys.stdout, "wb", sdk_stdio._open_stdout_diversion)
+            stdout, restore_out = claim_stdout()
         read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
         write_stream, write_reader = create_context_streams[SessionMessage](0)
         lock = anyio.Lock()
@@ -169,6 +167,6 @@ def _write(stream: BinaryIO, text: str) -> None:
 
 async def serve_stdio(mcp: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
     """Run an MCPServer over our stdio transport (what `MCPServer.run("stdio")` does with the SDK's)."""
-    server = mcp._lowlevel_server
+    server = lowlevel(mcp)
     async with stdio_transport(stdin, stdout) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

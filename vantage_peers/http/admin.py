@@ -26,8 +26,8 @@ from starlette.routing import Route
 from ..db import Database
 from ..errors import NotFound, VantageError
 from ..ids import now_ms
+from ..scopes import Principal
 from . import profiles, store
-from .principal import Principal
 from .tokens import new_client_id, new_secret
 
 NO_STORE = {"Cache-Control": "no-store"}

@@ -39,7 +39,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, request_response
 
 from .. import __version__
-from . import guard
 from .admin import admin_routes
 from .clerk import ClerkExchange
 from .consent import ConsentPage
@@ -111,8 +110,6 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
     inner = mcp.streamable_http_app(streamable_http_path="/mcp", transport_security=_security(host, public),
                                     host=host, stateless_http=True, json_response=True)
     endpoint = next(r.endpoint for r in inner.routes if getattr(r, "path", None) == "/mcp")
-    guard.install(app)
-    guard.install_resources(mcp)
 
     async def health(_: Request) -> Response:
         return JSONResponse(health_body())

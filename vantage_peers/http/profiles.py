@@ -8,12 +8,12 @@ bearer, checked before any profile.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..db.connection import Connection
 from ..errors import InvalidArgument, NotFound
 from ..ids import now_ms
+from ..scopes import ScopeProfile
 
 MASTER = "master"
 CLIENT_GENERIC = "client-generic"
@@ -21,36 +21,6 @@ PUBLIC_READONLY = "public-readonly"
 CLERK_USER = "clerk-user"
 MAX_ENTRIES = 100
 MAX_ENTRY_CHARS = 200
-
-
-@dataclass(frozen=True)
-class ScopeProfile:
-    profile_id: str
-    description: str = ""
-    from_allow_list: tuple[str, ...] = ()
-    read_prefixes: tuple[str, ...] = ()
-    write_prefixes: tuple[str, ...] = ()
-    master: bool = False
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    def doc(self) -> dict[str, Any]:
-        return {"profileId": self.profile_id, "description": self.description,
-                "fromAllowList": list(self.from_allow_list),
-                "namespaceReadPrefixes": list(self.read_prefixes),
-                "namespaceWritePrefixes": list(self.write_prefixes)}
-
-    def substitute(self, **values: str) -> ScopeProfile:
-        """`{workspaceId}` placeholders filled in (the Clerk user profile is a template)."""
-        def fill(items: tuple[str, ...]) -> tuple[str, ...]:
-            out = []
-            for item in items:
-                for key, value in values.items():
-                    item = item.replace("{" + key + "}", value)
-                out.append(item)
-            return tuple(out)
-
-        return ScopeProfile(self.profile_id, self.description, fill(self.from_allow_list),
-                            fill(self.read_prefixes), fill(self.write_prefixes))
 
 
 MASTER_PROFILE = ScopeProfile(MASTER, "Full admin: every namespace, every from-address (env var only)",
@@ -66,30 +36,6 @@ DEFAULT_PROFILES: tuple[ScopeProfile, ...] = (
                  ("{workspaceId}",), ("workspace/{workspaceId}", "global"), ("workspace/{workspaceId}",)),
 )
 _DEFAULTS = {p.profile_id: p for p in DEFAULT_PROFILES}
-
-
-def within(namespace: str, prefix: str) -> bool:
-    if prefix == "*":
-        return True
-    base = prefix[:-2] if prefix.endswith("/*") else prefix.rstrip("/")
-    return namespace == base or namespace.startswith(base + "/")
-
-
-def allows(prefixes: tuple[str, ...], namespace: str) -> bool:
-    return any(within(namespace, p) for p in prefixes)
-
-
-def sql_filter(prefixes: tuple[str, ...], column: str) -> tuple[str, list[Any]]:
-    """A WHERE fragment keeping rows whose `column` lies inside one of `prefixes` (none = no row)."""
-    if any(p == "*" for p in prefixes):
-        return "1", []
-    parts, params = [], []
-    for p in prefixes:
-        base = p[:-2] if p.endswith("/*") else p.rstrip("/")
-        # '/' is 0x2F and '0' 0x30: the half-open range [base/, base0) is everything under base/.
-        parts.append(f"({column} = ? OR ({column} >= ? AND {column} < ?))")
-        params += [base, base + "/", base + "0"]
-    return ("(" + " OR ".join(parts) + ")") if parts else "0", params
 
 
 # -- validation -----------------------------------------------------------------------------------

@@ -27,8 +27,8 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from ..db import Database
 from ..errors import VantageError
 from ..ids import new_id, now_ms
+from ..scopes import Principal
 from . import profiles, store
-from .principal import Principal
 from .tokens import digest, new_secret, same
 
 CODE_TTL_MS = 5 * 60_000

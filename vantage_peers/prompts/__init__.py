@@ -16,6 +16,8 @@ from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument, UserMessag
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
+from ..policy import default_identity
+from ..sdk import current_principal
 from .workflows import WORKFLOWS, Workflow, identity_line, render
 
 MAX_ARG_CHARS = 2_000  # prompt arguments are echoed into the text; keep a hostile one from bloating it
@@ -74,8 +76,15 @@ def render_prompt(workflow: Workflow, settings: Any, arguments: dict[str, Any] |
     role = args.get("role")
     if role is not None and not _SAFE_NAME.match(role):
         role = None  # not an orchestrator id: fall back to the configured identity
-    me = role or settings.orchestrator
-    source = "the role argument" if role else "VP_ORCHESTRATOR on this server"
+    principal = current_principal()
+    # The same resolution as tool calls: the argument, else the token's identity, else VP_ORCHESTRATOR.
+    me = role or default_identity(principal, settings.orchestrator)
+    if role:
+        source = "the role argument"
+    elif principal is not None and not principal.is_master:
+        source = "the identity your access token carries"
+    else:
+        source = "VP_ORCHESTRATOR on this server"
     preamble = [identity_line(me, source=source)]
     for name, value in args.items():
         if value is None or name == "role":

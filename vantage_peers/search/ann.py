@@ -145,7 +145,7 @@ class _Cache:
     def scope_mask(self, scope: Any) -> Any:
         import numpy as np
 
-        if scope is None:
+        if scope is None or scope.kind == "all":
             return None
         if scope.kind == "exact":
             wanted = [pid for part, pid in self.name_ids.items() if part == scope.value]

@@ -86,8 +86,9 @@ class Recorded:
 class Scope:
     """Which namespaces a query covers: one exactly, or every one under a `prefix/`."""
 
-    kind: str  # "exact" | "prefix"
+    kind: str  # "exact" | "prefix" | "all"
     value: str
+    visible: tuple[str, ...] | None = None  # the caller's readable prefixes (None = all), applied in SQL
 
     def bounds(self) -> tuple[str, str]:
         """[low, high) over namespace strings for a prefix (binary collation, like vec0)."""
@@ -212,7 +213,7 @@ def knn(
     if scope is not None and scope.kind == "exact":
         clauses.append("namespace = ?")
         params.append(scope.value)
-    elif scope is not None:
+    elif scope is not None and scope.kind == "prefix":
         low, high = scope.bounds()
         clauses.append("namespace >= ? AND namespace < ?")
         params.extend([low, high])

@@ -80,4 +80,4 @@ def register_markers(app: Any) -> None:
     if not app.settings.emit_ui_markers:
         return
     for tool in EMITTERS:
-        app.add_result_hook(tool, marker_hook(tool))
+        app.on_result(tool, marker_hook(tool))

@@ -21,6 +21,8 @@ from mcp.server.mcpserver.resources.templates import ResourceSecurity
 
 from ..db import Connection
 from ..errors import InvalidArgument, NotFound, VantageError
+from ..policy import read_prefixes
+from ..sdk import add_resource_template, current_principal
 from .i18n import LANGS
 from .render import RENDERERS
 
@@ -129,7 +131,8 @@ def fetch(conn: Connection, primitive: str, params: dict[str, Any], limit: int) 
         return briefings.list_notes(conn, topic=p.get("topic"), updated_since=None, limit=limit, cursor=None,
                                     fields="full")["items"]
     if primitive == "memory-quote":
-        scope = memory.scope_of(p.get("namespace"))
+        # A scoped token reads only its prefixes here too (no call pipeline runs for a resource read).
+        scope = memory.scope_of(p.get("namespace"), visible=read_prefixes(current_principal()))
         return memory.list_memories(conn, scope=scope, types=check_types(p.get("type")), limit=limit,
                                     cursor=None, fields="full")["items"]
     raise InvalidArgument(f"unknown primitive {primitive}")
@@ -175,6 +178,7 @@ def register_resources(app: Any, mcp: MCPServer) -> None:
             fn=static, uri=uri(spec.name), name=spec.name, title=title, description=spec.description, mime_type=MIME))
         # `@mcp.resource` insists on one Python parameter per template variable, and `from` (messages-feed)
         # cannot be a parameter name: the template is added to the server's resource manager directly.
-        mcp._resource_manager.add_template(
+        add_resource_template(
+            mcp,
             fn=templated, uri_template=template, name=spec.name, title=title, description=spec.description,
             mime_type=MIME, security=NO_PATH_POLICY)

@@ -37,7 +37,7 @@ def _changes(**fields: Any) -> dict[str, Any]:
 def register(app: App) -> None:
     db = app.db
 
-    @app.tool("write")
+    @app.tool("write", identity="createdBy")
     def create_briefing_note(
         title: str,
         topic: str,
@@ -51,7 +51,7 @@ def register(app: App) -> None:
 
         `topic` is a category key (`sprint-review`, `standup`, …); `linkedMemoryIds` must exist.
         """
-        creator = app.caller(createdBy, "createdBy")
+        creator = createdBy
         values = _changes(title=title, topic=topic, participants=participants, content=content,
                           decisions=decisions, linkedMemoryIds=linkedMemoryIds)
         for key in ("title", "topic", "content", "participants"):
@@ -59,7 +59,7 @@ def register(app: App) -> None:
                 raise InvalidArgument(f"{key} is required")
         return db.write(lambda c: store.create_note(c, values={**values, "createdBy": creator}))
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator")
     def update_briefing_note(
         noteId: str,
         callerOrchestrator: str | None = None,
@@ -71,7 +71,7 @@ def register(app: App) -> None:
         linkedMemoryIds: list[str] | None = None,
     ) -> None:
         """Change some fields of a briefing note (creator or `system` only; caller required); returns null."""
-        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        caller = callerOrchestrator
         changes = _changes(title=title, topic=topic, participants=participants, content=content,
                            decisions=decisions, linkedMemoryIds=linkedMemoryIds)
         if not changes:
@@ -108,8 +108,8 @@ def register(app: App) -> None:
         size = clamp_limit(limit)
         return capped(db.read(lambda c: store.search_notes(c, query=words, topic=topic, limit=size)))
 
-    @app.tool("destructive")
+    @app.tool("destructive", identity="callerOrchestrator")
     def delete_briefing_note(noteId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
         """Delete a briefing note for good (creator or `system` only); returns `{deleted}`."""
-        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        caller = callerOrchestrator
         return db.write(lambda c: store.delete_note(c, note_id=noteId, caller=caller))

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...db import Connection, dumps
+from ...errors import Forbidden
 from ...ids import new_id, now_ms
+from ...rbac import Actor
 from . import export
 from .format import Bundle
 
@@ -48,24 +50,36 @@ class Plan:
         }
 
 
+LOCAL = Actor()  # the local operator (CLI, stdio without identity): trusted
+
+
 def _exists(conn: Connection, kind: str, doc_id: str) -> bool:
     return conn.scalar(f"SELECT 1 FROM {TABLE[kind]} WHERE id = ?", (doc_id,)) is not None
 
 
-def _owned(conn: Connection, namespace: str) -> dict[str, set[str]]:
-    """Ids of the rows the namespace owns (the export definition, expired memories included)."""
-    return {
-        "memory": {r["id"] for r in export.memory_rows(conn, namespace, now=0, live_only=False)},
-        "briefing": {r["id"] for r in export.briefing_rows(conn, namespace)},
-        "task": {r["id"] for r in export.task_rows(conn, namespace)},
-    }
+def _owned(conn: Connection, namespace: str, actor: Actor | None = None,
+           kept: list[str] | None = None) -> dict[str, set[str]]:
+    """Ids of the rows the namespace owns (the export definition, expired memories included) that
+    `actor` could delete: memories by namespace (the caller's scope allows the namespace), tasks and
+    briefing notes only when the actor created them, as delete_task / delete_briefing_note require."""
+    actor = actor or LOCAL
+    out = {"memory": {r["id"] for r in export.memory_rows(conn, namespace, now=0, live_only=False)}}
+    for kind, rows in (("briefing", export.briefing_rows(conn, namespace)), ("task", export.task_rows(conn, namespace))):
+        out[kind] = set()
+        for r in rows:
+            if actor.is_party([r.get("createdBy")]):
+                out[kind].add(r["id"])
+            elif kept is not None:
+                kept.append(f"{kind} {r['id']} of {r.get('createdBy')} kept: only its creator or system may delete it")
+    return out
 
 
-def plan(conn: Connection, bundle: Bundle, namespace: str, mode: str, *, now: int | None = None) -> Plan:
+def plan(conn: Connection, bundle: Bundle, namespace: str, mode: str, *, now: int | None = None,
+         actor: Actor | None = None) -> Plan:
     """What importing would do. For `replace` it plans as if the owned rows were already deleted."""
     now = now if now is not None else now_ms()
     result = Plan(namespace, mode)
-    owned = _owned(conn, namespace)
+    owned = _owned(conn, namespace, actor, result.warnings if mode == "replace" else None)
     freed: dict[str, set[str]] = {k: set() for k in PLURAL}
     imported: dict[tuple[str, str], str] = {}
     if mode == "replace":
@@ -106,21 +120,40 @@ def _ref(conn: Connection, kind: str, ids: dict[str, str], value: str, warnings:
     return None
 
 
-def apply(conn: Connection, bundle: Bundle, namespace: str, mode: str, *, now: int | None = None) -> Plan:
-    """Plan and write in the caller's (write) transaction."""
+def apply(conn: Connection, bundle: Bundle, namespace: str, mode: str, *, now: int | None = None,
+          actor: Actor | None = None) -> Plan:
+    """Plan and write in the caller's (write) transaction.
+
+    `actor` is who imports (None: the local operator, trusted, as the CLI). An agent's import writes
+    every record as itself (a bundle cannot make it act as another orchestrator), attaches a task to a
+    mission only when the actor is that mission's creator or pilot, and `replace` deletes only what the
+    actor could delete one by one."""
     now = now if now is not None else now_ms()
+    actor = actor or LOCAL
+    if not actor.privileged and actor.identity is None and actor.acts_as is not None:
+        raise Forbidden("import_okf_bundle writes tasks, memories and briefing notes: it needs a credential that "
+                        "acts as exactly one orchestrator")
+    author = None if actor.privileged or actor.identity is None else actor.identity
+    kept: list[str] = []
     if mode == "replace":
-        owned = _owned(conn, namespace)
+        owned = _owned(conn, namespace, actor, kept)
         for kind, table in (("task", "tasks"), ("briefing", "briefingNotes"), ("memory", "memories")):
             ids = sorted(owned[kind])
             for start in range(0, len(ids), 500):
                 chunk = ids[start:start + 500]
                 conn.execute(f"DELETE FROM {table} WHERE id IN ({','.join('?' for _ in chunk)})", chunk)
         conn.execute("DELETE FROM okfImports WHERE namespace = ?", (namespace,))
-        result = plan(conn, bundle, namespace, "merge", now=now)  # the target is empty of owned rows now
+        result = plan(conn, bundle, namespace, "merge", now=now, actor=actor)  # owned rows are gone now
         result.mode, result.deleted = "replace", {k: len(v) for k, v in owned.items()}
+        result.warnings.extend(kept)
     else:
-        result = plan(conn, bundle, namespace, mode, now=now)
+        result = plan(conn, bundle, namespace, mode, now=now, actor=actor)
+    if author is not None:
+        for kind in PLURAL:
+            for r in result.add[kind]:
+                if getattr(r, "createdBy", None) not in (None, author):
+                    result.warnings.append(f"{kind} {r.id} by {r.createdBy} imported as {author}'s")
+                    break
     source = bundle.manifest.source.namespace if bundle.manifest else namespace
     warn = result.warnings
     for r in result.add["memory"]:
@@ -134,7 +167,7 @@ def apply(conn: Connection, bundle: Bundle, namespace: str, mode: str, *, now: i
         conn.execute(
             "INSERT INTO memories (id, namespace, type, content, createdBy, relations, isLatest, supersededBy, "
             "deletedAt, ttl, expiresAt, episode, createdAt, updatedAt) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (result.ids["memory"][r.id], namespace, r.type, r.content, r.createdBy, dumps(relations or None),
+            (result.ids["memory"][r.id], namespace, r.type, r.content, author or r.createdBy, dumps(relations or None),
              int(r.isLatest), superseded, r.deletedAt, r.ttl, r.expiresAt,
              dumps(r.episode.model_dump(exclude_none=True)) if r.episode else None, r.createdAt, r.updatedAt))
     for r in result.add["briefing"]:
@@ -144,10 +177,10 @@ def apply(conn: Connection, bundle: Bundle, namespace: str, mode: str, *, now: i
             "INSERT INTO briefingNotes (id, title, topic, participants, content, decisions, linkedMemoryIds, "
             "createdBy, updatedBy, createdAt, updatedAt) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (result.ids["briefing"][r.id], r.title, export.rebase(r.topic, source, namespace), dumps(r.participants),
-             r.content, dumps(r.decisions), dumps(linked) if r.linkedMemoryIds is not None else None, r.createdBy,
-             r.updatedBy, r.createdAt, r.updatedAt))
+             r.content, dumps(r.decisions), dumps(linked) if r.linkedMemoryIds is not None else None,
+             author or r.createdBy, author or r.updatedBy, r.createdAt, r.updatedAt))
     for r in result.add["task"]:
-        _insert_task(conn, r, result, source, namespace)
+        _insert_task(conn, r, result, source, namespace, actor, author)
     conn.executemany(
         "INSERT INTO okfImports (namespace, kind, sourceId, targetId, importedAt) VALUES (?,?,?,?,?) "
         "ON CONFLICT (namespace, kind, sourceId) DO UPDATE SET targetId = excluded.targetId, "
@@ -156,14 +189,19 @@ def apply(conn: Connection, bundle: Bundle, namespace: str, mode: str, *, now: i
     return result
 
 
-def _insert_task(conn: Connection, r: Any, result: Plan, source: str, namespace: str) -> None:
+def _insert_task(conn: Connection, r: Any, result: Plan, source: str, namespace: str, actor: Actor,
+                 author: str | None) -> None:
     warn = result.warnings
     deps = [d for d in (_ref(conn, "task", result.ids["task"], x, warn, "dependency task")
                         for x in r.dependsOn or []) if d is not None]
     mission = None
     if r.missionId is not None:
-        if conn.scalar("SELECT 1 FROM missions WHERE id = ?", (r.missionId,)) is not None:
+        row = conn.one("SELECT createdBy, pilot FROM missions WHERE id = ?", (r.missionId,))
+        if row is not None and actor.is_party([row["createdBy"], row["pilot"]]):
             mission = r.missionId
+        elif row is not None:
+            warn.append(f"mission {r.missionId} of task {r.id} belongs to {row['createdBy']} (pilot {row['pilot']}); "
+                        "missionId dropped")
         else:
             warn.append(f"mission {r.missionId} of task {r.id} does not exist here; missionId dropped")
     task_id = result.ids["task"][r.id]
@@ -175,7 +213,7 @@ def _insert_task(conn: Connection, r: Any, result: Plan, source: str, namespace:
         (task_id, r.title, r.description, export.rebase(r.project, source, namespace), dumps(r.tags), r.assignedTo,
          r.assignedToInstance, r.priority, r.status, dumps(deps) if r.dependsOn is not None else None, mission,
          r.estimatedMinutes, r.actualMinutes, r.durationSource, r.startedAt, r.completedAt, r.dueDate,
-         r.completionNote, r.blockedBy, r.cancelReason, int(r.paused), r.pausedAt, r.createdBy, r.createdAt,
+         r.completionNote, r.blockedBy, r.cancelReason, int(r.paused), r.pausedAt, author or r.createdBy, r.createdAt,
          r.updatedAt))
     for s in r.segments or []:
         seg_id = s.id if _OUR_ID.match(s.id) and s.id.startswith("seg_") and not _exists(conn, "segment", s.id) \

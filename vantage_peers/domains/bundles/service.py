@@ -11,6 +11,7 @@ from ... import __version__
 from ...db import Database
 from ...errors import Conflict, InvalidArgument
 from ...ids import now_ms
+from ...rbac import Actor
 from ..memory.store import check_namespace
 from . import export, importer
 from .check import check_records
@@ -61,7 +62,7 @@ def _refuse(bundle: Bundle) -> None:
     raise InvalidBundle(f"the bundle was not imported, nothing was written: {first}{more}")
 
 
-def import_bundle(db: Database, bundle: Bundle, namespace: str, mode: str) -> dict[str, Any]:
+def import_bundle(db: Database, bundle: Bundle, namespace: str, mode: str, *, actor: Actor | None = None) -> dict[str, Any]:
     ns = check_namespace(namespace)
     if mode not in MODES:
         raise InvalidArgument(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
@@ -72,12 +73,12 @@ def import_bundle(db: Database, bundle: Bundle, namespace: str, mode: str) -> di
                             "warnings": [p.message for p in bundle.warnings][:100]}
     if mode == "dry-run":
         # Read-only: the same planning as merge and replace, in one read transaction.
-        merge, replace = db.read(lambda c: (importer.plan(c, bundle, ns, "merge"),
-                                            importer.plan(c, bundle, ns, "replace")))
+        merge, replace = db.read(lambda c: (importer.plan(c, bundle, ns, "merge", actor=actor),
+                                            importer.plan(c, bundle, ns, "replace", actor=actor)))
         return {**head, "dryRun": True, "merge": merge.summary(), "replace": replace.summary(),
                 "warnings": head["warnings"] + merge.warnings[:100]}
     try:
-        result = db.write(lambda c: importer.apply(c, bundle, ns, mode))
+        result = db.write(lambda c: importer.apply(c, bundle, ns, mode, actor=actor))
     except apsw.ConstraintError as err:
         # e.g. replace deleting a task that a row of another table still references: all rolled back.
         raise Conflict(f"the import was rolled back, nothing was written: {err}") from None

@@ -79,7 +79,7 @@ def register(app: App) -> None:
         per memories/briefings/tasks); a dry-run returns `{merge: {…}, replace: {…}, warnings}`.
         """
         parsed = load(io.BytesIO(_decode(bundle)), MCP_LIMITS)
-        result = import_bundle(db, parsed, namespace, mode)
+        result = import_bundle(db, parsed, namespace, mode, actor=app.actor())
         if result.get("embeddingsQueued"):
             app.wake("embeddings")
         return result

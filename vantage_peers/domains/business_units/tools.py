@@ -38,7 +38,7 @@ def _fields(**raw: Any) -> dict[str, Any]:
 def register(app: App) -> None:
     db = app.db
 
-    @app.tool("write")
+    @app.tool("write", identity="createdBy", identity_required=False)
     def create_bu(
         name: str,
         description: str,
@@ -59,7 +59,7 @@ def register(app: App) -> None:
 
         `orchestratorId` leads it; `managementFee` is a percent (default 10); names are unique. Returns the BU.
         """
-        creator = app.caller(createdBy, "createdBy", required=False) or check_name(orchestratorId, "orchestratorId")
+        creator = createdBy or check_name(orchestratorId, "orchestratorId")
         values = _fields(
             name=name, description=description, purpose=purpose, orchestratorId=orchestratorId, status=status,
             domain=domain, businessModel=businessModel, targetCustomers=targetCustomers, services=services,
@@ -67,7 +67,7 @@ def register(app: App) -> None:
         )
         return db.write(lambda c: store.create(c, values={**values, "createdBy": creator}))
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator")
     def update_bu(
         buId: str,
         callerOrchestrator: str | None = None,
@@ -86,7 +86,7 @@ def register(app: App) -> None:
         managementFee: float | None = None,
     ) -> dict[str, Any]:
         """Change some fields of a business unit (lead, creator or `system` only); returns the BU."""
-        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        caller = callerOrchestrator
         changes = _fields(
             name=name, description=description, purpose=purpose, orchestratorId=orchestratorId, status=status,
             domain=domain, businessModel=businessModel, targetCustomers=targetCustomers, services=services,
@@ -113,8 +113,8 @@ def register(app: App) -> None:
         filters = {"orchestratorId": orchestratorId, "status": status}
         return db.read(lambda c: store.BUS.page(c, filters=filters, limit=limit, cursor=cursor, fields=fields))
 
-    @app.tool("destructive")
+    @app.tool("destructive", identity="callerOrchestrator")
     def delete_bu(buId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
         """Delete a business unit for good (lead, creator or `system` only); returns `{deleted}`."""
-        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        caller = callerOrchestrator
         return db.write(lambda c: store.delete(c, bu_id=buId, caller=caller))

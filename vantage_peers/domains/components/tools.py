@@ -33,7 +33,7 @@ def _content(value: Any, digest: str | None) -> str:
 def register(app: App) -> None:
     db = app.db
 
-    @app.tool("write")
+    @app.tool("write", identity="createdBy")
     def register_component(
         name: str,
         type: ComponentType,
@@ -49,7 +49,7 @@ def register(app: App) -> None:
         Registering (name, type) again stores a new revision and keeps the earlier ones. The server
         computes `contentHash` (sha256); pass yours to have it verified. Returns `{_id, revision, contentHash}` and more.
         """
-        creator = app.caller(createdBy, "createdBy")
+        creator = createdBy
         args = {
             "name": text(name, "name", max_bytes=500), "type_": type,
             "content": _content(content, contentHash), "team": text(team, "team", required=False, max_bytes=500),
@@ -94,7 +94,8 @@ def register(app: App) -> None:
             lambda c: store.list_components(c, type_=type, team=team, limit=limit, cursor=cursor, fields=fields)
         )
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator", identity_required=False,
+              shared="the component registry is the team's: any teammate adds a revision (its author is recorded)")
     def update_component(
         name: str,
         type: ComponentType,
@@ -106,7 +107,7 @@ def register(app: App) -> None:
         callerOrchestrator: str | None = None,
     ) -> dict[str, Any]:
         """Update a component found by name and type (new content or version adds a revision); returns its summary."""
-        caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
+        caller = callerOrchestrator
         body = _content(content, contentHash) if content is not None else None
         if body is None and version is None and team is None and project is None:
             raise InvalidArgument("nothing to update: pass content, version, team or project")
@@ -118,10 +119,10 @@ def register(app: App) -> None:
                                    project=proj)
         )
 
-    @app.tool("destructive")
+    @app.tool("destructive", identity="callerOrchestrator")
     def delete_component(name: str, type: ComponentType, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Remove a component and all its revisions (creator or `system` only); returns `{deleted, revisionsDeleted}`."""
-        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        caller = callerOrchestrator
         return db.write(lambda c: store.delete(c, name=name, type_=type, caller=caller))
 
     @app.tool("read")

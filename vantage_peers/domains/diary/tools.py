@@ -16,7 +16,7 @@ from . import store
 def register(app: App) -> None:
     db = app.db
 
-    @app.tool("idempotent")
+    @app.tool("idempotent", identity="orchestrator", instance="instanceId")
     def write_diary(
         date: str,
         content: str,
@@ -29,21 +29,21 @@ def register(app: App) -> None:
 
         Returns the entry id (the same on every rewrite of that date).
         """
-        who = app.caller(orchestrator, "orchestrator")
+        who = orchestrator
         day = iso_date(date, "date")
         body = text(content, "content", max_bytes=MAX_CONTENT_BYTES)
         hi, bl = text_list(highlights, "highlights"), text_list(blockers, "blockers")
-        inst = app.instance(instanceId, who)
+        inst = instanceId
         return db.write(
             lambda c: store.write_diary(
                 c, date=day, orchestrator=who, content=body, highlights=hi, blockers=bl, instance_id=inst
             )
         )
 
-    @app.tool("read")
+    @app.tool("read", subject="orchestrator")
     def get_diary(date: str, orchestrator: str | None = None) -> dict[str, Any] | None:
         """Fetch one diary entry by orchestrator and date (`YYYY-MM-DD`); null when there is none."""
-        who = app.caller(orchestrator, "orchestrator")
+        who = orchestrator
         day = iso_date(date, "date")
         return db.read(lambda c: store.get_diary(c, orchestrator=who, date=day))
 
@@ -87,10 +87,10 @@ def register(app: App) -> None:
             lambda c: store.list_by_date_range(c, date_from=start, date_to=end, orchestrator=orchestrator, limit=size)
         )
 
-    @app.tool("destructive")
+    @app.tool("destructive", identity="callerOrchestrator")
     def delete_diary(diaryId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
         """Delete a diary entry for good (its owner or `system` only); returns `{deleted}`."""
-        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        caller = callerOrchestrator
 
         def run(c) -> dict[str, bool]:
             owner = store.owner_of(c, diaryId)

@@ -23,7 +23,7 @@ def register(app: App) -> None:
                    semantic: bool) -> dict[str, Any]:
         text = require_query(query)
         projection = check_fields(fields)
-        scope = memories.scope_of(namespace)
+        scope = memories.scope_of(namespace, visible=app.read_prefixes())
         size = clamp_limit(limit, search.DEFAULT_LIMIT, search.MAX_LIMIT)
         now = now_ms()
         if not semantic:
@@ -35,7 +35,7 @@ def register(app: App) -> None:
             c, query=text, vector=vector, reason=reason, scope=scope, types=EPISODE, include_superseded=False,
             limit=size, now=now, shape=memories.episode_doc, use_keyword=False, fields=projection))
 
-    @app.tool("write")
+    @app.tool("write", identity="createdBy")
     def store_episode(
         namespace: str,
         context: str,
@@ -51,7 +51,7 @@ def register(app: App) -> None:
         `severity`: minor|low, medium, major|high, critical. Found by recall and the episode searches.
         Returns `{memoryId}`.
         """
-        who = app.caller(createdBy, "createdBy")
+        who = createdBy
         ns = memories.check_namespace(namespace)
         values = {"context": context, "goal": goal, "action": action, "outcome": outcome, "insight": insight}
         payload = {name: require_text(values[name], name, max_bytes=memories.MAX_CONTENT_BYTES)
@@ -81,7 +81,7 @@ def register(app: App) -> None:
         fields: Fields = "full",
     ) -> dict[str, Any]:
         """List episodes newest first, by `namespace` (or `prefix/*`) and author (`orchestrator`); paged."""
-        scope = memories.scope_of(namespace)
+        scope = memories.scope_of(namespace, visible=app.read_prefixes())
         author = orchestrator or None
         return db.read(lambda c: memories.list_memories(
             c, scope=scope, created_by=author, limit=limit, cursor=cursor, fields=fields, episodes=True))

@@ -32,7 +32,7 @@ def register(app: App) -> None:
     svc = services(app)  # the memory search's embedder, query cache and breaker, shared
     # Embedding jobs need no job of their own: the `embeddings` job serves every corpus.
 
-    @app.tool("write")
+    @app.tool("write", identity="createdBy")
     def create_fix_pattern(
         symptom: str,
         rootCause: str,
@@ -49,7 +49,7 @@ def register(app: App) -> None:
         Then add_fix_attempt for what you tried (failures too). `symptom` is searched by meaning;
         patterns are shared across projects (`sourceProject` = where it was found).
         """
-        creator = app.caller(createdBy, "createdBy")
+        creator = createdBy
         args = {
             "symptom": text(symptom, "symptom", max_bytes=MAX_SYMPTOM_BYTES),
             "root_cause": _long(rootCause, "rootCause"),
@@ -66,7 +66,7 @@ def register(app: App) -> None:
         """Fetch one fix pattern with its attempts (oldest first, at most 200); null when absent."""
         return db.read(lambda c: store.get(c, pattern_id=patternId))
 
-    @app.tool("write")
+    @app.tool("write", identity="createdBy", shared="the fix-pattern knowledge base is the team's: any teammate records an attempt")
     def add_fix_attempt(
         patternId: str,
         description: str,
@@ -79,7 +79,7 @@ def register(app: App) -> None:
 
         The first attempt that worked becomes the pattern's `validatedFix` when none is set (`autoValidated`).
         """
-        creator = app.caller(createdBy, "createdBy")
+        creator = createdBy
         args = {
             "description": _long(description, "description"), "why": _long(why, "why"),
             "commit": _name(commit, "commit", required=False),
@@ -87,10 +87,11 @@ def register(app: App) -> None:
         return db.write(lambda c: store.add_attempt(c, pattern_id=patternId, worked=worked, created_by=creator,
                                                     **args))
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator", identity_required=False,
+              shared="the fix-pattern knowledge base is the team's: any teammate validates a fix (recorded as theirs)")
     def validate_fix(patternId: str, validatedFix: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Set a pattern's validated fix in your own words, replacing any earlier one; returns the pattern."""
-        caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
+        caller = callerOrchestrator
         fix = _long(validatedFix, "validatedFix")
         return db.write(lambda c: store.validate(c, pattern_id=patternId, validated_fix=fix, validated_by=caller))
 
@@ -122,7 +123,7 @@ def register(app: App) -> None:
         scope = _name(project, "project", required=False)
         return db.read(lambda c: store.list_patterns(c, project=scope, limit=limit, cursor=cursor, fields=fields))
 
-    @app.tool("idempotent")
+    @app.tool("idempotent", shared="the fix-pattern knowledge base is the team's: any teammate links an issue")
     def link_issue_to_pattern(patternId: str, issueId: str) -> dict[str, Any]:
         """Link an issue (e.g. "owner/repo#282") to a fix pattern, once; returns `{added, linkedIssueIds}`."""
         issue = _name(issueId, "issueId")

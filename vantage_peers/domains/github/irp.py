@@ -15,6 +15,7 @@ from typing import Any
 
 from ...db import Connection, Row, loads
 from ...ids import now_ms
+from ...rbac import SYSTEM
 from ..missions import store as missions
 from ..templates import store as templates
 from . import issues, outbox
@@ -29,7 +30,6 @@ COMMENTS = {
 }
 # /docs/infrastructure/signatures: the team suffix per orchestrator.
 TEAM_ROLES = {"pi": "Lead", "sigma": "Infra", "omega": "Dev", "tau": "Frontend", "phi": "Product", "zeta": "Dev"}
-SYSTEM = "system"
 # Apps of this process whose scheduler should send a comment queued by complete_task soon (a hint:
 # the seam passes no app; without a wake the comment goes out on the next tick).
 _apps: weakref.WeakSet = weakref.WeakSet()

@@ -15,6 +15,7 @@ from ...app import App, check_name
 from ...errors import InvalidArgument
 from ...ids import now_ms
 from ...paging import Fields
+from ...policy import Owns, row_loader
 from ..fix_patterns import store as fix_patterns
 from ..tasks import issue_links
 from . import deployments, irp, issues, mappings, monitors, webhook
@@ -37,8 +38,14 @@ def _url(value: str) -> str:
     return value.strip().rstrip("/")
 
 
+# GitHub issues are the team's work queue (any teammate moves one along); mappings have owners.
+ISSUES_SHARED = "GitHub issues are the team's work queue: any teammate updates one"
+
+
 def register(app: App) -> None:
     db = app.db
+    # A mapping written without an identity (or seeded) has no creator: only master/system may change it.
+    app.add_record("repo mapping", row_loader("githubRepoMapping", "repo", {"creator": "createdBy"}))
     issue_links.register_issue_linker(irp.on_task_completed)
     irp.watch(app)
     fix_patterns.register_issue_side(issues.link_pattern)
@@ -76,7 +83,7 @@ def register(app: App) -> None:
         slug, number = check_repo(repo), check_number(issueNumber)
         return db.read(lambda c: issues.get(c, repo=slug, number=number))
 
-    @app.tool("write")
+    @app.tool("write", shared=ISSUES_SHARED)
     def update_issue_status(repo: str, issueNumber: int, status: IssueStatus) -> dict[str, Any]:
         """Move an issue along its lifecycle open → in_progress → fixed → verified → closed.
 
@@ -89,7 +96,7 @@ def register(app: App) -> None:
         now = now_ms()
         return db.write(lambda c: issues.set_status(c, repo=slug, number=number, status=status, now=now))
 
-    @app.tool("write")
+    @app.tool("write", identity="fixedBy", identity_required=False, shared=ISSUES_SHARED)
     def link_commit_to_issue(repo: str, issueNumber: int, commitSha: str, fixedBy: str | None = None) -> dict[str, Any]:
         """Record a commit SHA on an issue; an open or in-progress issue moves to `fixed`.
 
@@ -99,12 +106,12 @@ def register(app: App) -> None:
         slug, number = check_repo(repo), check_number(issueNumber)
         if not isinstance(commitSha, str) or not COMMIT_SHA.match(commitSha.strip()):
             raise InvalidArgument(f"commitSha must be 7-40 hexadecimal characters, got {commitSha!r}")
-        who = app.caller(fixedBy, "fixedBy", required=False)
+        who = fixedBy
         now = now_ms()
         return db.write(lambda c: issues.link_commit(c, repo=slug, number=number, sha=commitSha.strip().lower(),
                                                      fixed_by=who, now=now))
 
-    @app.tool("write")
+    @app.tool("write", identity="verifiedBy", shared=ISSUES_SHARED)
     def verify_issue(repo: str, issueNumber: int, verifiedBy: str | None = None) -> dict[str, Any]:
         """Mark a fixed issue `verified` (the fix is confirmed to work); records verifiedBy.
 
@@ -112,7 +119,7 @@ def register(app: App) -> None:
         verified (INVALID_STATE otherwise); verifying a verified issue changes nothing. Returns the issue.
         """
         slug, number = check_repo(repo), check_number(issueNumber)
-        who = app.caller(verifiedBy, "verifiedBy")
+        who = verifiedBy
         now = now_ms()
         return db.write(lambda c: issues.verify(c, repo=slug, number=number, verified_by=who, now=now))
 
@@ -127,7 +134,7 @@ def register(app: App) -> None:
         return db.read(lambda c: issues.counts(c, project_name=scope))
 
     # -- repo mappings ----------------------------------------------------------------------------
-    @app.tool("idempotent")
+    @app.tool("idempotent", owns=Owns("repo mapping", "repo", ("creator",), action="change"))
     def add_repo_mapping(repo: str, orchestrator: str, project: str) -> dict[str, Any]:
         """Map a GitHub repo (owner/name) to the orchestrator that handles its issues and a project.
 
@@ -139,7 +146,7 @@ def register(app: App) -> None:
         who, proj = check_name(orchestrator, "orchestrator"), check_name(project, "project")
         now = now_ms()
         return db.write(lambda c: mappings.add(c, repo=slug, orchestrator=who, project=proj,
-                                               created_by=app.settings.orchestrator, now=now))
+                                               created_by=app.actor().identity, now=now))
 
     @app.tool("read")
     def list_repo_mappings(limit: int | None = None, cursor: str | None = None,
@@ -157,7 +164,7 @@ def register(app: App) -> None:
         slug = check_repo(repo)
         return db.read(lambda c: mappings.get(c, repo=slug))
 
-    @app.tool("destructive")
+    @app.tool("destructive", owns=Owns("repo mapping", "repo", ("creator",), action="change"))
     def remove_repo_mapping(repo: str) -> dict[str, Any]:
         """Delete a repo mapping: new issues of that repo are recorded but start nothing.
 
@@ -167,7 +174,7 @@ def register(app: App) -> None:
         return db.write(lambda c: mappings.remove(c, repo=slug))
 
     # -- deployments and errors ---------------------------------------------------------------------
-    @app.tool("idempotent")
+    @app.tool("idempotent", master_only="it decides where the server sends a deploy key")
     def add_deployment(name: str, deploymentUrl: str, deployKeyEnvVar: str, githubRepo: str,
                        orchestrator: str) -> dict[str, Any]:
         """Register a Convex deployment for error monitoring (polled every 5 minutes).
@@ -189,7 +196,7 @@ def register(app: App) -> None:
         return db.write(lambda c: deployments.add(c, name=label, url=url, key_env=deployKeyEnvVar,
                                                   github_repo=slug, orchestrator=owner, now=now))
 
-    @app.tool("destructive")
+    @app.tool("destructive", master_only="it decides where the server sends a deploy key")
     def remove_deployment(name: str) -> dict[str, Any]:
         """Stop monitoring a deployment: it is deactivated (`active: false`), its row and errors are kept.
 

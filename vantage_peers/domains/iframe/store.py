@@ -59,18 +59,19 @@ def check_origin(value: Any) -> str:
 
 
 def session_doc(row: dict[str, Any]) -> dict[str, Any]:
-    return to_doc(row, bool_cols=("revoked",))
+    # The owner column (migration 011) is policy data, not part of the documented session shape.
+    return to_doc({k: v for k, v in row.items() if k != "createdBy"}, bool_cols=("revoked",))
 
 
 def create_session(conn: Connection, *, session_id: str, origin: str, expires_at: int, tenant_id: str | None,
-                   user_id: str | None, now: int | None = None) -> str:
+                   user_id: str | None, created_by: str | None = None, now: int | None = None) -> str:
     now = now if now is not None else now_ms()
     doc_id = new_id("ifs")
     try:
         conn.execute(
             "INSERT INTO iframeEmbedSessions (id, sessionId, tenantId, origin, userId, createdAt, lastSeenAt, "
-            "expiresAt, revoked) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
-            (doc_id, session_id, tenant_id, origin, user_id, now, now, expires_at),
+            "expiresAt, revoked, createdBy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+            (doc_id, session_id, tenant_id, origin, user_id, now, now, expires_at, created_by),
         )
     except apsw.ConstraintError:
         raise Conflict(f"session {session_id} already exists; session ids are unique, generate a new one") from None

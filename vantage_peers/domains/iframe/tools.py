@@ -7,6 +7,7 @@ from typing import Any
 from ...app import App, check_name
 from ...errors import InvalidArgument
 from ...ids import now_ms
+from ...policy import Owns, row_loader
 from . import store
 
 CLEANUP_EVERY_SECONDS = 3600
@@ -14,10 +15,11 @@ CLEANUP_EVERY_SECONDS = 3600
 
 def register(app: App) -> None:
     db = app.db
+    app.add_record("embed session", row_loader("iframeEmbedSessions", "sessionId", {"creator": "createdBy"}))
     app.add_job("iframe-session-cleanup", lambda: db.write(lambda c: store.cleanup(c)),
                 every_seconds=CLEANUP_EVERY_SECONDS)
 
-    @app.tool("write")
+    @app.tool("write", shared="the session id names the session being created")
     def create_iframe_session(sessionId: str, origin: str, expiresAt: int, tenantId: str | None = None,
                               userId: str | None = None) -> str:
         """Create an authenticated embed session for the Gen UI iframe; returns the session's document id.
@@ -35,9 +37,10 @@ def register(app: App) -> None:
         tenant = check_name(tenantId, "tenantId") if tenantId is not None else None
         user = check_name(userId, "userId") if userId is not None else None
         return db.write(lambda c: store.create_session(c, session_id=sid, origin=where, expires_at=expiresAt,
-                                                       tenant_id=tenant, user_id=user, now=now))
+                                                       tenant_id=tenant, user_id=user,
+                                                       created_by=app.actor().identity, now=now))
 
-    @app.tool("write")
+    @app.tool("write", owns=Owns("embed session", "sessionId", ("creator",), action="touch"))
     def touch_iframe_session(sessionId: str) -> bool:
         """Record embed activity: sets `lastSeenAt` to now and never changes `expiresAt`.
 
@@ -47,7 +50,7 @@ def register(app: App) -> None:
         sid = store.check_session_id(sessionId)
         return db.write(lambda c: store.touch_session(c, session_id=sid))
 
-    @app.tool("destructive")
+    @app.tool("destructive", owns=Owns("embed session", "sessionId", ("creator",), action="revoke"))
     def revoke_iframe_session(sessionId: str) -> bool:
         """Log an embed session out: sets `revoked` (the row is kept for audit); get returns null after.
 

@@ -63,7 +63,7 @@ def register(app: App) -> None:
     def load(c, mandate_id: str):
         return store.MANDATES.require(c, mandate_id)
 
-    @app.tool("write")
+    @app.tool("write", identity="requestedBy")
     def create_mandate(
         fulfilledBy: str,
         service: str,
@@ -77,17 +77,17 @@ def register(app: App) -> None:
         `spendingLimits` {maxPerTransaction?, maxPerPeriod?, periodDays?} and `approvedCategories`
         bound spending. Then accept_mandate (fulfiller) and settle_mandate (requester). Returns the mandate.
         """
-        requester = app.caller(requestedBy, "requestedBy")
+        requester = requestedBy
         values = {"requestedBy": requester, "fulfilledBy": check_name(fulfilledBy, "fulfilledBy"),
                   **_terms(service, budget, spendingLimits, approvedCategories)}
         if "service" not in values:
             raise InvalidArgument("service is required")
         return db.write(lambda c: store.create(c, values=values))
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator")
     def accept_mandate(mandateId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Accept a requested mandate (→ accepted; fulfiller or `system` only); returns the mandate."""
-        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        caller = callerOrchestrator
 
         def run(c):
             store.transition(c, load(c, mandateId), target="accepted", caller=caller)
@@ -95,7 +95,7 @@ def register(app: App) -> None:
 
         return db.write(run)
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator")
     def update_mandate(
         mandateId: str,
         callerOrchestrator: str | None = None,
@@ -111,7 +111,7 @@ def register(app: App) -> None:
         `status`: accepted → in_progress → delivered (fulfiller). Terms: requester, until delivery.
         `spend` {amount, category?, note?}: either party; over a limit → SPENDING_DENIED.
         """
-        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        caller = callerOrchestrator
         terms = _terms(service, budget, spendingLimits, approvedCategories)
         record = None
         if spend is not None:
@@ -125,13 +125,13 @@ def register(app: App) -> None:
             lambda c: store.update(c, mandate_id=mandateId, caller=caller, terms=terms, spend=record, status=status)
         )
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator")
     def settle_mandate(mandateId: str, finalCost: float, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Close a mandate with its final cost (→ settled, final); requester or `system` only.
 
         Allowed from accepted, in_progress or delivered. Returns the mandate.
         """
-        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        caller = callerOrchestrator
         cost = number(finalCost, "finalCost")
 
         def run(c):

@@ -62,7 +62,7 @@ def fts_match(query: str, scope: Scope | None, mode: str) -> str | None:
     if words is None:
         return None
     expr = f"content : ({words})"
-    if scope is not None:
+    if scope is not None and scope.kind != "all":
         expr = f"nsKey : {_ns_token(scope)} AND {expr}"
     return expr
 

@@ -13,6 +13,7 @@ from ...db import Connection, Row, dumps
 from ...errors import InvalidArgument, NotFound
 from ...ids import new_id, now_ms
 from ...paging import keyset_page, to_doc
+from ...scopes import sql_filter
 from ...search.vectors import Scope
 from .models import EPISODE_FIELDS
 
@@ -41,33 +42,34 @@ def check_namespace(value: Any, field: str = "namespace") -> str:
     return value
 
 
-def scope_of(value: str | None, field: str = "namespace") -> Scope | None:
-    """The namespaces a query covers: None = all, `prefix/*` = everything under `prefix/`, else exact."""
+def scope_of(value: str | None, field: str = "namespace", *,
+             visible: tuple[str, ...] | None = None) -> Scope | None:
+    """The namespaces a query covers: None = all, `prefix/*` = everything under `prefix/`, else exact.
+
+    `visible` is the caller's readable prefixes (a scoped HTTP token's): rows outside are never read.
+    """
     if value is None or value == "" or value == "*":
-        return None
+        return None if visible is None else Scope("all", "", visible)
     if not isinstance(value, str) or len(value) > MAX_NAMESPACE_CHARS + 2:
         raise InvalidArgument(f"{field} must be a namespace, 'prefix/*' or omitted")
     if value.endswith("/*") and len(value) > 2:
         prefix = value[:-1]
         check_namespace(prefix, field)
-        return Scope("prefix", prefix)
-    return Scope("exact", check_namespace(value, field))
+        return Scope("prefix", prefix, visible)
+    return Scope("exact", check_namespace(value, field), visible)
 
 
 def scope_sql(scope: Scope | None, column: str = "namespace") -> tuple[list[str], list[Any]]:
-    if scope is None:
+    if scope is None or scope.kind == "all":
         where, params = [], []
     elif scope.kind == "exact":
         where, params = [f"{column} = ?"], [scope.value]
     else:
         low, high = scope.bounds()
         where, params = [f"{column} >= ? AND {column} < ?"], [low, high]
-    # Over HTTP a scoped token sees only its namespaceReadPrefixes (issue 11; none on stdio).
-    from ...http.principal import namespace_read_filter
-
-    allowed = namespace_read_filter(column)
-    if allowed is not None:
-        where, params = [*where, allowed[0]], [*params, *allowed[1]]
+    if scope is not None and scope.visible is not None:  # a scoped token sees only its read prefixes
+        clause, args = sql_filter(scope.visible, column)
+        where, params = [*where, clause], [*params, *args]
     return where, params
 
 

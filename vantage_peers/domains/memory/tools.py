@@ -8,6 +8,7 @@ from ...app import App, require_query, require_text
 from ...errors import InvalidArgument
 from ...ids import now_ms
 from ...paging import Fields, check_fields, clamp_limit
+from ...policy import row_loader
 from ...search.doctrine import with_doctrine
 from . import indexer, search, store
 from .models import (
@@ -53,6 +54,7 @@ def _episode(value: Episode | None) -> dict[str, Any] | None:
 def register(app: App) -> None:
     db = app.db
     svc = services(app)
+    app.add_record("memory", row_loader("memories", "id", {"creator": "createdBy"}, namespace="namespace"))
     app.add_job("embeddings", lambda: indexer.embed_pending(db, svc.embedder, owner=svc.owner))
     app.add_job("memory-expiry", lambda: db.write(lambda c: store.purge_expired(c)))
 
@@ -60,7 +62,7 @@ def register(app: App) -> None:
                    fields: Any = "full", *, keyword_only: bool = False) -> dict[str, Any]:
         text = require_query(query)
         projection = check_fields(fields)
-        scope = store.scope_of(namespace)
+        scope = store.scope_of(namespace, visible=app.read_prefixes())
         types = check_types(type_)
         size = clamp_limit(limit, search.DEFAULT_LIMIT, search.MAX_LIMIT)
         now = now_ms()
@@ -72,7 +74,7 @@ def register(app: App) -> None:
             c, query=text, vector=vector, reason=reason, scope=scope, types=types,
             include_superseded=bool(include), limit=size, now=now, fields=projection))
 
-    @app.tool("write")
+    @app.tool("write", identity="createdBy")
     def store_memory(
         namespace: str,
         type: MemoryTypeArg,
@@ -89,7 +91,7 @@ def register(app: App) -> None:
         `namespace` is exact (`global`, `project/<name>`, …). `relations` [{targetId, type}] (or
         `relatesTo`); type `updates` archives the target. `ttl`: ISO 8601 expiry. Returns `{memoryId}`.
         """
-        who = app.caller(createdBy, "createdBy")
+        who = createdBy
         ns = store.check_namespace(namespace)
         kind = check_choice(type, "type", MEMORY_TYPES)
         text = require_text(content, "content", max_bytes=store.MAX_CONTENT_BYTES)
@@ -128,13 +130,13 @@ def register(app: App) -> None:
         """
         if namespace is None or namespace == "":
             raise InvalidArgument("namespace is required (exact, or 'prefix/*')")
-        scope = store.scope_of(namespace)
+        scope = store.scope_of(namespace, visible=app.read_prefixes())
         types = check_types(type)
         return db.read(lambda c: store.list_memories(
             c, scope=scope, types=types, include_superseded=includeSuperseded, limit=limit, cursor=cursor,
             fields=fields))
 
-    @app.tool("destructive")
+    @app.tool("destructive", shared="memories are guarded by namespace scopes, not by author")
     def soft_delete_memory(memoryId: str) -> None:
         """Archive a memory (isLatest=false): gone from lists and searches, kept for audit; returns null."""
         db.write(lambda c: store.soft_delete(c, memory_id=memoryId))

@@ -7,19 +7,21 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from ...app import App, check_name, require_query, require_text
-from ...errors import Forbidden, InvalidArgument, NotFound
+from ...errors import InvalidArgument, NotFound
 from ...paging import Fields, capped, clamp_limit, fit_list
+from ...policy import Owns, row_loader
 from ..profiles import store as profiles_store
 from . import store
 
 MAX_CONTENT_BYTES = 1_000_000
-SYSTEM = "system"
 
 
 def register(app: App) -> None:
     db = app.db
+    app.add_record("message", row_loader("messages", "id", {"sender": "sender"}))
+    app.add_record("receipt", row_loader("messageReceipts", "id", {"recipient": "recipient"}))
 
-    @app.tool("write")
+    @app.tool("write", identity="from", instance="fromInstanceId")
     def send_message(
         channel: str,
         content: str,
@@ -34,13 +36,13 @@ def register(app: App) -> None:
         `instanceId` targets one instance of the role. Returns `{messageId, recipients}`, with
         `warnings` naming recipients that have no profile.
         """
-        sender = app.caller(from_, "from")
+        sender = from_
         check_name(channel, "channel")
         text = require_text(content, "content", max_bytes=MAX_CONTENT_BYTES)
         target = check_name(instanceId, "instanceId") if instanceId else None
         if target and ("," in channel or channel == store.BROADCAST):
             raise InvalidArgument("instanceId targets one role's instance; it cannot be used with a list or broadcast")
-        from_inst = app.instance(fromInstanceId, sender, "fromInstanceId")
+        from_inst = fromInstanceId
 
         def send(c):
             sent = store.send_message(
@@ -57,7 +59,7 @@ def register(app: App) -> None:
 
         return db.write(send)
 
-    @app.tool("read")
+    @app.tool("read", identity="recipient", instance="recipientInstanceId")
     def check_messages(
         recipient: str | None = None,
         recipientInstanceId: str | None = None,
@@ -71,8 +73,8 @@ def register(app: App) -> None:
         single larger message has its `content` cut and `truncatedFields: ["content"]`; get_message
         returns it whole): mark them read, or pass `since`, to see more.
         """
-        who = app.caller(recipient, "recipient")
-        inst = app.instance(recipientInstanceId, who, "recipientInstanceId")
+        who = recipient
+        inst = recipientInstanceId
         size = clamp_limit(limit, store.CHECK_DEFAULT_LIMIT, store.CHECK_MAX_LIMIT)
         return fit_list(db.read(
             lambda c: store.check_messages(
@@ -80,22 +82,17 @@ def register(app: App) -> None:
             )
         ))
 
-    @app.tool("idempotent")
+    @app.tool("idempotent", owns=Owns("receipt", "receiptIds", ("recipient",), action="mark read"))
     def mark_as_read(receiptIds: Annotated[list[str], Field(max_length=10_000)]) -> int:
         """Mark messages read by receipt id (from check_messages); returns how many changed."""
         return db.write(lambda c: store.mark_as_read(c, receipt_ids=receiptIds))
 
-    @app.tool("destructive")
+    @app.tool("destructive", identity="callerOrchestrator", owns=Owns("message", "messageId", ("sender",), action="delete"))
     def delete_message(messageId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Delete a message and its receipts (sender or `system` only); returns `{deleted, receiptsDeleted}`."""
-        caller = app.caller(callerOrchestrator, "callerOrchestrator")
-
         def run(c):
-            sender = store.message_sender(c, messageId)
-            if sender is None:
+            if store.message_sender(c, messageId) is None:
                 return {"deleted": False, "receiptsDeleted": 0}
-            if caller not in (sender, SYSTEM):
-                raise Forbidden(f"only the sender ({sender}) or system may delete message {messageId}")
             return store.delete_message(c, message_id=messageId)
 
         return db.write(run)

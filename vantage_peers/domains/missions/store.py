@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ... import rbac
 from ...db import Connection, Row, dumps
-from ...errors import Forbidden, InvalidArgument, InvalidState, NotFound
+from ...errors import InvalidArgument, InvalidState, NotFound
 from ...ids import new_id, now_ms
 from ...paging import equals, keyset_page, to_doc
-from ..tasks.rules import MISSION_LITE, SYSTEM, status_sql
+from ..tasks.rules import MISSION_LITE, status_sql
 
 SIMPLE_FIELDS = ("name", "description", "project", "priority", "pilot", "brief", "startDate", "targetDate",
                  "progress")
@@ -51,9 +52,8 @@ def update_mission(conn: Connection, *, mission_id: str, fields: Mapping[str, An
     needs `cancelReason` and the creator, and a complete mission cannot be cancelled."""
     now = now or now_ms()
     row = require(conn, mission_id)
-    if caller is not None and caller not in (SYSTEM, row["createdBy"], row["pilot"]):
-        raise Forbidden(f"{caller} may not update mission {mission_id}: only its creator ({row['createdBy']}), "
-                        f"its pilot ({row['pilot']}) or system may")
+    rbac.require(caller, {"creator": row["createdBy"], "pilot": row["pilot"]}, action="update",
+            what=f"mission {mission_id}")
     status = fields.get("status")
     reason = fields.get("cancelReason")
     if status == "cancelled" and row["status"] != "cancelled":
@@ -62,8 +62,7 @@ def update_mission(conn: Connection, *, mission_id: str, fields: Mapping[str, An
         if caller is None:
             raise InvalidArgument(f"callerOrchestrator is required to cancel: only the creator ({row['createdBy']}) "
                                   "may cancel a mission")
-        if caller not in (SYSTEM, row["createdBy"]):
-            raise Forbidden(f"only the creator ({row['createdBy']}) may cancel mission {mission_id}")
+        rbac.require(caller, {"creator": row["createdBy"]}, action="cancel", what=f"mission {mission_id}")
         if row["status"] == "complete":
             raise InvalidState(f"mission {mission_id} is complete and cannot be cancelled")
     elif reason is not None and status != "cancelled" and row["status"] != "cancelled":

@@ -10,6 +10,7 @@ from ...app import App, check_name, require_text
 from ...db import Connection
 from ...errors import InvalidArgument
 from ...paging import Fields, fit_envelope
+from ...policy import Owns, row_loader
 from ..tasks import store as tasks
 from ..tasks.rules import MISSION_ALIASES, MISSION_STATUSES, PRIORITIES, resolve_status_filter
 from . import store
@@ -76,8 +77,9 @@ def mission_view(conn: Connection, mission_id: str) -> dict[str, Any] | None:
 
 def register(app: App) -> None:
     db = app.db
+    app.add_record("mission", row_loader("missions", "id", {"creator": "createdBy", "pilot": "pilot"}))
 
-    @app.tool("write")
+    @app.tool("write", identity="createdBy")
     def create_mission(
         name: str,
         project: str,
@@ -101,7 +103,7 @@ def register(app: App) -> None:
         fields = _check({"name": name, "project": project, "status": status, "priority": priority, "pilot": pilot,
                          "agents": agents, "description": description, "brief": brief, "startDate": startDate,
                          "targetDate": targetDate, "progress": progress, "templateId": templateId}, creating=True)
-        fields["createdBy"] = app.caller(createdBy, "createdBy")
+        fields["createdBy"] = createdBy
         return db.write(lambda c: store.create_mission(c, fields=fields))
 
     @app.tool("read")
@@ -131,7 +133,7 @@ def register(app: App) -> None:
                                                      updated_since=updatedSince, limit=limit, cursor=cursor,
                                                      fields=fields))
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator", identity_required=False)
     def update_mission(
         missionId: str,
         callerOrchestrator: str | None = None,
@@ -156,10 +158,10 @@ def register(app: App) -> None:
                          "status": status, "cancelReason": cancelReason, "priority": priority, "pilot": pilot,
                          "agents": agents, "startDate": startDate, "targetDate": targetDate, "progress": progress},
                         creating=False)
-        caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
+        caller = callerOrchestrator
         db.write(lambda c: store.update_mission(c, mission_id=missionId, fields=fields, caller=caller))
 
-    @app.tool("write")
+    @app.tool("write", owns=Owns("mission", "missionId", ("creator", "pilot"), action="update"))
     def update_mission_status(missionId: str, status: Status) -> None:
         """Set a mission's status (brainstorm, plan, execute, validate, complete); returns null.
 
@@ -171,7 +173,7 @@ def register(app: App) -> None:
         _enum(status, MISSION_STATUSES[:-1], "status")
         db.write(lambda c: store.set_column(c, mission_id=missionId, column="status", value=status))
 
-    @app.tool("write")
+    @app.tool("write", owns=Owns("mission", "missionId", ("creator", "pilot"), action="update"))
     def update_mission_progress(missionId: str, progress: Progress) -> None:
         """Set a mission's manual progress (0-100), never derived from its tasks; returns null."""
         db.write(lambda c: store.set_column(c, mission_id=missionId, column="progress", value=progress))

@@ -14,14 +14,15 @@ from .models import DynamicProfile, StaticProfile
 
 def register(app: App) -> None:
     db = app.db
+    app.on_presence(lambda c, orch, inst: store.touch(c, orchestrator_id=orch, instance_id=inst))
 
-    @app.tool("read")
+    @app.tool("read", subject="orchestratorId")
     def get_profile(orchestratorId: str | None = None) -> dict[str, Any] | None:
         """Return an orchestrator's profile: static identity, dynamic state, summary and instances."""
-        who = app.caller(orchestratorId, "orchestratorId")
+        who = orchestratorId
         return db.read(lambda c: store.get_profile(c, orchestrator_id=who))
 
-    @app.tool("idempotent")
+    @app.tool("idempotent", identity="orchestratorId", instance="instanceId")
     def update_profile(
         orchestratorId: str | None = None,
         name: Annotated[str | None, Field(max_length=500)] = None,
@@ -33,8 +34,8 @@ def register(app: App) -> None:
 
         `static` {role, workspace, capabilities} merges; `dynamic` applies to `instanceId` (or the role).
         """
-        who = app.caller(orchestratorId, "orchestratorId")
-        inst = app.instance(instanceId, who)
+        who = orchestratorId
+        inst = instanceId
         return db.write(
             lambda c: store.update_profile(
                 c,
@@ -46,13 +47,13 @@ def register(app: App) -> None:
             )
         )
 
-    @app.tool("idempotent")
+    @app.tool("idempotent", identity="orchestratorId", instance="instanceId")
     def set_summary(
         summary: str, orchestratorId: str | None = None, instanceId: str | None = None
     ) -> dict[str, Any]:
         """Say what this instance is working on now (shown by list_peers) and register presence; returns `{ok, lastSeen}`."""
-        who = app.caller(orchestratorId, "orchestratorId")
-        inst = app.instance(instanceId, who) or ""
+        who = orchestratorId
+        inst = instanceId or ""
         text = require_text(summary, "summary", max_bytes=10_000)
         row = db.write(lambda c: store.set_summary(c, orchestrator_id=who, instance_id=inst, summary=text))
         label = f"{who}/{inst}" if inst else who
@@ -70,18 +71,19 @@ def register(app: App) -> None:
         """List every known agent instance with its summary and lastSeen, most recently seen first; paged."""
         return db.read(lambda c: store.list_peers(c, limit=limit, cursor=cursor, fields=fields))
 
-    @app.tool("read")
+    @app.tool("read", open=True)
     def whoami() -> dict[str, Any]:
         """Return the identity this server acts as (VP_ORCHESTRATOR / VP_INSTANCE_ID); `configured` false if none."""
-        who = app.settings.orchestrator
+        actor = app.actor()  # over HTTP: the identity the token carries
+        who = actor.identity
         if not who:
             return {
                 "configured": False,
                 "hint": "start the server with VP_ORCHESTRATOR=<your id> to act as one orchestrator",
             }
         out: dict[str, Any] = {"configured": True, "orchestratorId": who}
-        if app.settings.instance_id:
-            out["instanceId"] = app.settings.instance_id
+        if actor.instance:
+            out["instanceId"] = actor.instance
         profile = db.read(lambda c: store.get_profile(c, orchestrator_id=who))
         if profile:
             out["profile"] = profile

@@ -17,14 +17,14 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from ... import cron, rbac
 from ...db import Connection, Database, Row
-from ...errors import Forbidden, InvalidArgument, NotFound
+from ...errors import InvalidArgument, NotFound
 from ...ids import new_id, now_ms
 from ...paging import equals, keyset_page, to_doc
 from ..tasks import store as tasks_store
-from ..tasks.rules import PRIORITIES, SYSTEM
+from ..tasks.rules import PRIORITIES
 from ..tasks.validation import DESCRIPTION_MAX_BYTES, TITLE_MAX_BYTES, Checker, raise_failures
-from . import cron
 
 log = logging.getLogger("vantage_peers.recurring")
 
@@ -53,11 +53,8 @@ def require(conn: Connection, template_id: Any) -> Row:
 
 def authorize(caller: str | None, row: Row, action: str) -> None:
     """Creator or `system` (no check without a caller, nor for a template created without identity)."""
-    owner = row["createdBy"]
-    if caller is None or owner is None or caller in (SYSTEM, owner):
-        return
-    raise Forbidden(f"{caller} may not {action} recurring task {row['id']}: only its creator ({owner}) or "
-                    "system may")
+    if row["createdBy"] is not None:
+        rbac.require(caller, {"creator": row["createdBy"]}, action=action, what=f"recurring task {row['id']}")
 
 
 def _check(payload: Mapping[str, Any], *, creating: bool) -> None:

@@ -26,7 +26,7 @@ def register(app: App) -> None:
     app.add_job(JOB, lambda: store.fire_due(db, now=tick_now()))
     allow_concurrent(JOB)
 
-    @app.tool("write")
+    @app.tool("write", identity="createdBy", identity_required=False)
     def create_recurring_task(
         title: str,
         assignedTo: str,
@@ -48,7 +48,7 @@ def register(app: App) -> None:
         """
         payload = {"title": title, "assignedTo": assignedTo, "cronExpression": cronExpression,
                    "priority": priority, "description": description, "project": project, "timezone": timezone,
-                   "createdBy": app.caller(createdBy, "createdBy", required=False)}
+                   "createdBy": createdBy}
         return db.write(lambda c: store.create(c, payload=payload))
 
     @app.tool("read")
@@ -78,7 +78,7 @@ def register(app: App) -> None:
         return db.read(lambda c: store.list_templates(c, limit=limit, cursor=cursor, fields=fields,
                                                       assigned_to=assignedTo, project=project, paused=paused))
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator", identity_required=False)
     def update_recurring_task(
         recurringTaskId: str,
         cronExpression: str | None = None,
@@ -98,30 +98,30 @@ def register(app: App) -> None:
         """
         payload = {"cronExpression": cronExpression, "timezone": timezone, "title": title,
                    "description": description, "assignedTo": assignedTo, "priority": priority, "project": project}
-        caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
+        caller = callerOrchestrator
         return db.write(lambda c: store.update(c, template_id=recurringTaskId, payload=payload, caller=caller))
 
-    @app.tool("destructive")
+    @app.tool("destructive", identity="callerOrchestrator")
     def delete_recurring_task(recurringTaskId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Delete a template for good; the tasks it already created are kept unchanged.
 
         Returns `{deleted}` (false when no such template). Needs `callerOrchestrator` (default
         VP_ORCHESTRATOR): only the creator or `system` may delete.
         """
-        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        caller = callerOrchestrator
         return db.write(lambda c: store.delete(c, template_id=recurringTaskId, caller=caller))
 
-    @app.tool("idempotent")
+    @app.tool("idempotent", identity="callerOrchestrator", identity_required=False)
     def pause_recurring_task(recurringTaskId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Pause a template so that it creates no task until resumed; returns the definition.
 
         Pausing a paused template changes nothing. RBAC: with `callerOrchestrator` (default
         VP_ORCHESTRATOR), only the creator or `system` may pause.
         """
-        caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
+        caller = callerOrchestrator
         return db.write(lambda c: store.pause(c, template_id=recurringTaskId, caller=caller))
 
-    @app.tool("idempotent")
+    @app.tool("idempotent", identity="callerOrchestrator", identity_required=False)
     def resume_recurring_task(recurringTaskId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Resume a paused template from its next occurrence after now; returns the definition.
 
@@ -129,5 +129,5 @@ def register(app: App) -> None:
         nothing. RBAC: with `callerOrchestrator` (default VP_ORCHESTRATOR), only the creator or
         `system` may resume.
         """
-        caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
+        caller = callerOrchestrator
         return db.write(lambda c: store.resume(c, template_id=recurringTaskId, caller=caller))

@@ -7,9 +7,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...errors import Forbidden, InvalidArgument
+from ...errors import InvalidArgument
+from ...rbac import SYSTEM, require
 
-SYSTEM = "system"
 PRIORITIES = ("urgent", "high", "medium", "low")
 TASK_STATUSES = ("todo", "in_progress", "review", "blocked", "done", "cancelled")
 OPEN_STATUSES = ("todo", "in_progress", "review", "blocked")
@@ -90,6 +90,5 @@ def rbac_denial(caller: str | None, task: Mapping[str, Any], action: str) -> str
 
 
 def authorize(caller: str | None, task: Mapping[str, Any], action: str) -> None:
-    reason = rbac_denial(caller, task, action)
-    if reason:
-        raise Forbidden(reason)
+    require(caller, {"creator": task["createdBy"], "assignee": task["assignedTo"]}, action=action,
+            what=f"task {task['id']}")

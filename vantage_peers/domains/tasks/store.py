@@ -6,15 +6,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...db import Connection, Row, dumps
-from ...errors import Forbidden, NotFound
+from ...errors import NotFound
 from ...ids import new_id, now_ms
 from ...paging import equals, keyset_page, to_doc
+from ...rbac import require
 from ...search import budget
 from ...search.fts import fts_query, ranked
 from ...search.snippets import add_snippets
 from ..missions import store as missions
 from . import segments
-from .rules import AUTO_GENERATED_SQL, OPEN_STATUSES, SYSTEM, TASK_LITE, status_sql
+from .rules import AUTO_GENERATED_SQL, OPEN_STATUSES, TASK_LITE, status_sql
 from .validation import create_failures, load_task, raise_failures
 
 JSON_COLS = ("tags", "dependsOn")
@@ -102,9 +103,8 @@ def delete_task(conn: Connection, *, task_id: str, caller: str) -> dict[str, Any
     task = load_task(conn, task_id)
     if task is None:
         return {"deleted": False}
-    if caller not in (SYSTEM, task["createdBy"]):
-        raise Forbidden(f"only the creator ({task['createdBy']}) or system may delete task {task_id}; "
-                        "to drop a mistaken task, cancel it with update_task status='cancelled' + cancelReason")
+    require(caller, {"creator": task["createdBy"]}, action="delete (cancel it instead: update_task "
+            "status='cancelled' + cancelReason)", what=f"task {task_id}")
     # Remove the id from other tasks' dependsOn so that no dependency dangles.
     conn.execute(
         "UPDATE tasks SET dependsOn = (SELECT json_group_array(value) FROM json_each(tasks.dependsOn) "

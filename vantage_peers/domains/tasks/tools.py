@@ -11,6 +11,7 @@ from ...app import App, require_query
 from ...errors import NotFound
 from ...ids import now_ms
 from ...paging import Fields, capped, clamp_limit
+from ...policy import row_loader
 from ..missions import store as missions
 from ..profiles import store as profiles_store
 from . import lifecycle, store, tools_lifecycle
@@ -31,8 +32,15 @@ def _statuses(value: str | list[str] | None) -> tuple[str, ...] | None:
 
 def register(app: App) -> None:
     db = app.db
+    app.add_record("task", row_loader("tasks", "id", {"creator": "createdBy", "assignee": "assignedTo"}))
+    # For a claim, a task assigned to a pool (a name no orchestrator runs as: no profile) is anyone's to
+    # take; a task assigned to a known orchestrator is reserved for it (and its creator).
+    app.add_record("task claim", row_loader(
+        "tasks", "id", {"creator": "createdBy", "assignee": "known"},
+        columns="createdBy, CASE WHEN EXISTS (SELECT 1 FROM profiles p WHERE p.orchestratorId = tasks.assignedTo) "
+                "THEN assignedTo END AS known"))
 
-    @app.tool("write")
+    @app.tool("write", identity="createdBy", shared="any teammate may add a task to a mission; its pilot sees it")
     def create_task(
         title: str,
         assignedTo: str,
@@ -54,7 +62,7 @@ def register(app: App) -> None:
         accepted, with `warnings`.
         """
         payload = {k: v for k, v in locals().items() if v is not None and k not in ("app", "db")}
-        payload["createdBy"] = app.caller(createdBy, "createdBy")
+        payload["createdBy"] = createdBy
 
         def create(c):
             task_id = store.create_task(c, payload=payload)
@@ -145,7 +153,7 @@ def register(app: App) -> None:
             mission_id=missionId))
         return capped(items)
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator", identity_required=False)
     def update_task(
         taskId: str,
         callerOrchestrator: str | None = None,
@@ -173,17 +181,17 @@ def register(app: App) -> None:
         `done` needs `completionNote`.
         """
         payload = {k: v for k, v in locals().items() if v is not None and k not in ("app", "db", "taskId")}
-        caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
+        caller = callerOrchestrator
         if caller is not None:
             payload["callerOrchestrator"] = caller
         now = now_ms()
         db.write(lambda c: lifecycle.update_task(c, task_id=taskId, payload=payload, now=now,
                                                  max_minutes=app.settings.max_segment_minutes))
 
-    @app.tool("destructive")
+    @app.tool("destructive", identity="callerOrchestrator")
     def delete_task(taskId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Delete a task for good (creator or `system` only; prefer cancelling); returns `{deleted}`."""
-        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        caller = callerOrchestrator
         return db.write(lambda c: store.delete_task(c, task_id=taskId, caller=caller))
 
     tools_lifecycle.register(app)

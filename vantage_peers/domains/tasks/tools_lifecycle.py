@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from ...app import App
 from ...errors import InvalidArgument
 from ...ids import now_ms
+from ...policy import Owns
 from . import bulk, lifecycle
 from .validation import Failure, completion_failures, create_failures, load_task, update_failures
 
@@ -53,67 +54,66 @@ def register(app: App) -> None:
     db = app.db
     max_minutes = app.settings.max_segment_minutes
 
-    def who(value: str | None) -> str | None:
-        return app.caller(value, "callerOrchestrator", required=False)
-
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator", identity_required=False)
     def start_task(taskId: str, callerOrchestrator: str | None = None) -> None:
         """Mark a task in_progress and open a work segment (the clock starts); returns null.
 
         Refused when someone is on it already, or the caller runs another task.
         """
-        caller, now = who(callerOrchestrator), now_ms()
+        caller, now = callerOrchestrator, now_ms()
         db.write(lambda c: lifecycle.start_task(c, task_id=taskId, caller=caller, now=now))
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator", identity_required=False)
     def pause_task(taskId: str, callerOrchestrator: str | None = None) -> None:
         """Stop the clock without finishing: back to todo, paused, still yours; returns null."""
-        caller, now = who(callerOrchestrator), now_ms()
+        caller, now = callerOrchestrator, now_ms()
         db.write(lambda c: lifecycle.pause_task(c, task_id=taskId, caller=caller, now=now))
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator", identity_required=False)
     def resume_task(taskId: str, callerOrchestrator: str | None = None) -> None:
         """Continue a paused task: a new work segment opens, status in_progress; returns null."""
-        caller, now = who(callerOrchestrator), now_ms()
+        caller, now = callerOrchestrator, now_ms()
         db.write(lambda c: lifecycle.resume_task(c, task_id=taskId, caller=caller, now=now))
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator", identity_required=False)
     def complete_task(taskId: str, completionNote: str | None = None, callerOrchestrator: str | None = None) -> None:
         """Mark a task done with a non-empty `completionNote` (what was done, with proof); returns null.
 
         A work segment over the maximum (8 h) is refused.
         """
-        caller, now = who(callerOrchestrator), now_ms()
+        caller, now = callerOrchestrator, now_ms()
         db.write(lambda c: lifecycle.complete_task(c, task_id=taskId, note=completionNote, caller=caller, now=now,
                                                    max_minutes=max_minutes))
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator", identity_required=False)
     def block_task(taskId: str, reason: str, callerOrchestrator: str | None = None) -> None:
         """Set a task blocked with a specific reason (who you wait on, since when); returns null."""
-        caller, now = who(callerOrchestrator), now_ms()
+        caller, now = callerOrchestrator, now_ms()
         db.write(lambda c: lifecycle.block_task(c, task_id=taskId, reason=reason, caller=caller, now=now))
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator", identity_required=False)
     def add_task_dependency(taskId: str, dependsOn: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Record that `taskId` should not start before `dependsOn` is done (advisory; no cycles); returns `{taskId, dependsOn}`."""
-        caller, now = who(callerOrchestrator), now_ms()
+        caller, now = callerOrchestrator, now_ms()
         deps = db.write(lambda c: lifecycle.add_dependency(c, task_id=taskId, depends_on=dependsOn, caller=caller,
                                                            now=now))
         return {"taskId": taskId, "dependsOn": deps}
 
-    @app.tool("write")
+    # A task assigned to a known orchestrator is its (or its creator's) to claim; a pool's is anyone's.
+    @app.tool("write", identity="callerOrchestrator", instance="callerInstance",
+              owns=Owns("task claim", "taskId", ("creator", "assignee"), action="check out", unclaimed="assignee"))
     def checkout_task(taskId: str, callerOrchestrator: str | None = None,
                       callerInstance: str | None = None) -> dict[str, Any]:
         """Atomically claim a todo task (it becomes in_progress and yours); returns `{claimed, reason?}`.
 
         Exactly one of many racing agents wins; a paused task stays with its owner.
         """
-        caller = app.caller(callerOrchestrator, "callerOrchestrator")
-        instance, now = app.instance(callerInstance, caller, "callerInstance"), now_ms()
+        caller = callerOrchestrator
+        instance, now = callerInstance, now_ms()
         return db.write(lambda c: lifecycle.checkout_task(c, task_id=taskId, caller=caller, instance=instance,
                                                           now=now))
 
-    @app.tool("destructive")
+    @app.tool("destructive", identity="callerOrchestrator", identity_required=False)
     def bulk_complete_tasks(
         filter: BulkFilter,
         dryRun: bool = True,
@@ -125,14 +125,14 @@ def register(app: App) -> None:
         `filter` needs `autoGeneratedOnly` and/or `assignedTo`; a live run needs a caller who created or
         owns every match. Returns `{count, sampleIds, bulkRunId}`.
         """
-        caller = who(callerOrchestrator)
+        caller = callerOrchestrator
         filt = filter.model_dump(exclude_none=True)
         if not filt.get("autoGeneratedOnly"):
             filt.pop("autoGeneratedOnly", None)
         return db.write(lambda c: bulk.bulk_complete(c, filter=filt, dry_run=dryRun, caller=caller,
                                                      note_template=completionNoteTemplate))
 
-    @app.tool("read")
+    @app.tool("read", open=True)
     def validate_task_payload(tool: str, payload: dict[str, Any]) -> dict[str, Any]:
         """Lint a create_task / update_task / complete_task payload without writing anything.
 
@@ -142,8 +142,8 @@ def register(app: App) -> None:
             raise InvalidArgument(f"tool must be one of {', '.join(LINTED_TOOLS)}, got {tool!r}")
         data = as_the_tool_reads(payload)
         field = "createdBy" if tool == "create_task" else "callerOrchestrator"
-        if data.get(field) in (None, "") and app.settings.orchestrator:
-            data[field] = app.settings.orchestrator
+        if data.get(field) in (None, "") and app.actor().identity:
+            data[field] = app.actor().identity
         now = now_ms()
 
         def run(c) -> list[Failure]:

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...app import MAX_NAME_LENGTH
 from ...db import Connection, loads
 from ...errors import Conflict, Forbidden, InvalidArgument, InvalidState, NotFound, VantageError
+from ...validators import MAX_NAME_LENGTH
 from . import segments
 from .rules import OPEN_STATUSES, PRIORITIES, SYSTEM, TASK_STATUSES, rbac_denial
 

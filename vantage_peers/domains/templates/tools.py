@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...app import App, check_name, require_text
 from ...errors import InvalidArgument
 from ...paging import Fields
+from ...policy import Owns, row_loader
 from . import store
 
 
@@ -23,6 +24,8 @@ class TemplateStep(BaseModel):
 
 def register(app: App) -> None:
     db = app.db
+    # Seeded templates are written by `system`: only master/system may edit them.
+    app.add_record("template", row_loader("missionTemplates", "name", {"creator": "createdBy"}))
     # Seed the documented templates once per file (a read first, so a normal start takes no write lock).
     if db.read(store.missing_seeds):
         db.write(store.seed_templates)
@@ -42,7 +45,7 @@ def register(app: App) -> None:
     def upsert(name: str, steps: list[TemplateStep], description: str | None, isDefault: bool | None,
                createdBy: str | None) -> dict[str, Any]:
         require_text(name, "name", max_bytes=200)
-        who = app.caller(createdBy, "createdBy")
+        who = createdBy
         if description is not None:
             require_text(description, "description", max_bytes=20_000)
         for i, step in enumerate(steps):
@@ -72,9 +75,11 @@ def register(app: App) -> None:
         return upsert(name, steps, description, isDefault, createdBy)
 
     for tool_name in ("update_mission_template", "upsert_mission_template"):
-        app.tool("idempotent", name=tool_name, description=doc)(update_mission_template)
+        app.tool("idempotent", name=tool_name, description=doc, identity="createdBy",
+                 owns=Owns("template", "name", ("creator",), action="edit"))(update_mission_template)
 
-    @app.tool("write")
+    @app.tool("write", identity="callerOrchestrator", identity_required=False,
+              owns=Owns("mission", "missionId", ("creator", "pilot"), action="add tasks to"))
     def instantiate_template_into_mission(
         templateName: str,
         missionId: str,
@@ -92,7 +97,7 @@ def register(app: App) -> None:
             raise InvalidArgument("context holds more than 100 keys")
         if titlePrefix is not None:
             require_text(titlePrefix, "titlePrefix", max_bytes=200)
-        caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
+        caller = callerOrchestrator
         return db.write(lambda c: store.instantiate(c, template_name=templateName, mission_id=missionId, context=ctx,
                                                     title_prefix=titlePrefix.strip() if titlePrefix else None,
                                                     caller=caller))

@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 from croniter.croniter import CroniterError
 
-from ...errors import InvalidArgument
+from .errors import InvalidArgument
 
 EPOCH = datetime(1970, 1, 1)
 FIELDS = "minute hour day-of-month month day-of-week"

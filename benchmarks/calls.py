@@ -1,0 +1,102 @@
+"""Per-call latency through the whole call pipeline, as a ratio to the SDK's one-tool floor.
+
+Each tool is called N times through the SDK's in-memory client (the same path as stdio, minus the
+pipe): the floor is a bare MCPServer with one `ping` tool; then send_message, check_messages (a
+20-message inbox) and recall (keyword mode, 1,000 memories) on vantage-peers, named as an
+orchestrator so that the presence step runs too. Prints p50/p95 in ms and p50 / floor p50.
+
+Usage: uv run python benchmarks/calls.py [--calls 2000]
+Run it from another checkout (cd old && uv run python /path/to/benchmarks/calls.py) to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+async def _timed(client: Any, tool: str, args: dict[str, Any], calls: int) -> list[float]:
+    out = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        result = await client.call_tool(tool, args)
+        out.append((time.perf_counter() - start) * 1000)
+        assert not result.is_error, result.content
+    return out
+
+
+def floor(calls: int) -> list[float]:
+    import anyio
+    from mcp import Client
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer(name="floor")
+
+    @server.tool()
+    def ping() -> str:
+        return "pong"
+
+    async def run() -> list[float]:
+        async with Client(server) as client:
+            await _timed(client, "ping", {}, 50)
+            return await _timed(client, "ping", {}, calls)
+
+    return anyio.run(run)
+
+
+def ours(calls: int) -> dict[str, list[float]]:
+    import anyio
+    from mcp import Client
+
+    from vantage_peers.server import create_app
+    from vantage_peers.settings import Settings
+
+    path = Path(tempfile.mkdtemp()) / "calls.db"
+    env = {"VP_DB_PATH": str(path), "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none", "VP_ORCHESTRATOR": "bench"}
+    app = create_app(Settings.from_env(env, dotenv=False))
+
+    async def run() -> dict[str, list[float]]:
+        async with Client(app.mcp) as client:
+            for i in range(20):
+                await client.call_tool("send_message", {"channel": "bench", "content": f"inbox {i}"})
+            for i in range(1000):
+                await client.call_tool("store_memory", {"namespace": "bench", "type": "note",
+                                                        "content": f"memory {i} about topic {i % 37}"})
+            cases = {"send_message": {"channel": "other", "content": "hello"},
+                     "check_messages": {},
+                     "recall": {"query": "topic 12", "namespace": "bench"}}
+            out = {}
+            for tool, args in cases.items():
+                await _timed(client, tool, args, 50)
+                out[tool] = await _timed(client, tool, args, calls)
+            return out
+
+    try:
+        return anyio.run(run)
+    finally:
+        app.db.close()
+
+
+def pct(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100)[int(q) - 1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000)
+    calls = parser.parse_args().calls
+    base = floor(calls)
+    base_p50 = statistics.median(base)
+    print(f"{'tool':<16} {'p50 ms':>8} {'p95 ms':>8} {'× floor':>8}")
+    print(f"{'SDK floor':<16} {base_p50:8.3f} {pct(base, 95):8.3f} {1.0:8.2f}")
+    for tool, values in ours(calls).items():
+        p50 = statistics.median(values)
+        print(f"{tool:<16} {p50:8.3f} {pct(values, 95):8.3f} {p50 / base_p50:8.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""Scopes: which namespaces a credential reads and writes, which orchestrators it acts as.
+
+Transport-neutral: the HTTP layer turns a token into a `Principal` carrying a `ScopeProfile`; the
+call pipeline (calls.py / policy.py) applies it the same way to every tool. A namespace N is inside
+a prefix P when P is `*`, N == P, or N starts with `P/` (a trailing `/` or `/*` on P means the same).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.server.auth.provider import AccessToken
+from pydantic import ConfigDict
+
+
+@dataclass(frozen=True)
+class ScopeProfile:
+    profile_id: str
+    description: str = ""
+    from_allow_list: tuple[str, ...] = ()
+    read_prefixes: tuple[str, ...] = ()
+    write_prefixes: tuple[str, ...] = ()
+    master: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def doc(self) -> dict[str, Any]:
+        return {"profileId": self.profile_id, "description": self.description,
+                "fromAllowList": list(self.from_allow_list),
+                "namespaceReadPrefixes": list(self.read_prefixes),
+                "namespaceWritePrefixes": list(self.write_prefixes)}
+
+    def substitute(self, **values: str) -> ScopeProfile:
+        """`{workspaceId}` placeholders filled in (the Clerk user profile is a template)."""
+        def fill(items: tuple[str, ...]) -> tuple[str, ...]:
+            out = []
+            for item in items:
+                for key, value in values.items():
+                    item = item.replace("{" + key + "}", value)
+                out.append(item)
+            return tuple(out)
+
+        return ScopeProfile(self.profile_id, self.description, fill(self.from_allow_list),
+                            fill(self.read_prefixes), fill(self.write_prefixes))
+
+
+
+
+def within(namespace: str, prefix: str) -> bool:
+    if prefix == "*":
+        return True
+    base = prefix[:-2] if prefix.endswith("/*") else prefix.rstrip("/")
+    return namespace == base or namespace.startswith(base + "/")
+
+
+def allows(prefixes: tuple[str, ...], namespace: str) -> bool:
+    return any(within(namespace, p) for p in prefixes)
+
+
+def sql_filter(prefixes: tuple[str, ...], column: str) -> tuple[str, list[Any]]:
+    """A WHERE fragment keeping rows whose `column` lies inside one of `prefixes` (none = no row)."""
+    if any(p == "*" for p in prefixes):
+        return "1", []
+    parts, params = [], []
+    for p in prefixes:
+        base = p[:-2] if p.endswith("/*") else p.rstrip("/")
+        # '/' is 0x2F and '0' 0x30: the half-open range [base/, base0) is everything under base/.
+        parts.append(f"({column} = ? OR ({column} >= ? AND {column} < ?))")
+        params += [base, base + "/", base + "0"]
+    return ("(" + " OR ".join(parts) + ")") if parts else "0", params
+
+
+class Principal(AccessToken):
+    """An authenticated caller: the master bearer, an OAuth access token, or a Clerk user bearer."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    kind: str  # "master" | "oauth" | "clerk"
+    profile: ScopeProfile
+    family: str | None = None  # OAuth grant the token belongs to (revocation revokes the family)
+
+    @property
+    def is_master(self) -> bool:
+        return self.profile.master
