@@ -32,7 +32,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic.fields import FieldInfo
 
 from . import arguments as argcheck
-from . import limits, policy, sdk
+from . import idempotency, limits, policy, sdk
 from .db import BUSY_ERRORS
 from .errors import Busy, InternalError, InvalidArgument, VantageError
 from .rbac import Actor
@@ -167,7 +167,12 @@ def runner(app: App, reg: Registered) -> Callable[..., Any]:
 
 def _body(app: App, reg: Registered, kwargs: dict[str, Any], actor: Actor) -> Any:
     """The body, with its record-ownership rules checked in the same transaction as its writes (a
-    record cannot change hands between the check and the act)."""
+    record cannot change hands between the check and the act), and, for a call with an idempotency
+    key, the key looked up and recorded in that transaction too."""
+    if reg.policy.idempotent:
+        key = kwargs.pop(idempotency.ARGUMENT, None)
+        if key is not None:
+            return _once(app, reg, kwargs, actor, idempotency.check_key(key))
     if not reg.policy.owns:
         return reg.fn(**kwargs)
 
@@ -176,6 +181,28 @@ def _body(app: App, reg: Registered, kwargs: dict[str, Any], actor: Actor) -> An
         return reg.fn(**kwargs)
 
     return app.db.read(checked) if reg.policy.read_only else app.db.write(checked)
+
+
+def _once(app: App, reg: Registered, kwargs: dict[str, Any], actor: Actor, key: str) -> Any:
+    caller = actor.identity or (f"profile:{actor.profile}" if actor.profile else "local")
+    payload = idempotency.digest(reg.name, kwargs)
+
+    def run(conn: Any) -> Any:
+        first = idempotency.replay(conn, caller=caller, key=key, tool=reg.name, payload=payload)
+        if first is not idempotency.MISSING:
+            result, warnings = first
+            for line in warnings:  # the retry reads exactly what the first call answered
+                app.warn(line)
+            return result
+        if reg.policy.owns:
+            policy.owners(reg.name, reg.policy, kwargs, actor, conn, app.records)
+        result = reg.fn(**kwargs)
+        state = current()
+        idempotency.record(conn, caller=caller, key=key, tool=reg.name, payload=payload, result=result,
+                           warnings=list(state.warnings) if state else [])
+        return result
+
+    return app.db.write(run)
 
 
 class PipelineTool(Tool):
@@ -251,7 +278,14 @@ _TEMPLATES: dict[tuple[str, str, str], Tool] = {}
 
 def build_tool(app: App, reg: Registered, doc: str, annotations: ToolAnnotations) -> Tool:
     run = runner(app, reg)
-    run.__signature__ = inspect.signature(reg.fn, eval_str=True)  # type: ignore[attr-defined]
+    sig = inspect.signature(reg.fn, eval_str=True)
+    if reg.policy.idempotent:  # the pipeline's own argument: the body never sees it
+        extra = inspect.Parameter(idempotency.ARGUMENT, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                  annotation=str | None)
+        params = list(sig.parameters.values())
+        sig = sig.replace(parameters=[*params, extra] if not any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in params) else params)
+    run.__signature__ = sig  # type: ignore[attr-defined]
     run.vp_app = app  # type: ignore[attr-defined]  # PipelineTool.run finds the app's toolsets and hooks
     key = (reg.fn.__module__, reg.fn.__qualname__, reg.name)
     template = _TEMPLATES.get(key)

@@ -8,7 +8,7 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-from . import __version__, sdk, toolsets
+from . import __version__, idempotency, sdk, toolsets
 from .app import App
 from .db import open_database
 from .settings import Settings
@@ -86,6 +86,7 @@ def create_app(settings: Settings | None = None) -> App:
     app.mcp = VantageServer(app, name="vantage-peers", version=__version__, instructions=INSTRUCTIONS,
                             tools=app.tools)
     sdk.wrap_read_resource(app.mcp, _resource_policy)
+    app.add_job("idempotency-keys", lambda: app.db.write(idempotency.expire), every_seconds=3600)
     for hook in app.server_hooks:
         hook(app.mcp)
     return app

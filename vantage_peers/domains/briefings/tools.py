@@ -37,7 +37,7 @@ def _changes(**fields: Any) -> dict[str, Any]:
 def register(app: App) -> None:
     db = app.db
 
-    @app.tool("write", identity="createdBy")
+    @app.tool("write", identity="createdBy", idempotent=True)
     def create_briefing_note(
         title: str,
         topic: str,

@@ -38,7 +38,7 @@ def _fields(**raw: Any) -> dict[str, Any]:
 def register(app: App) -> None:
     db = app.db
 
-    @app.tool("write", identity="createdBy", identity_required=False)
+    @app.tool("write", identity="createdBy", identity_required=False, idempotent=True)
     def create_bu(
         name: str,
         description: str,

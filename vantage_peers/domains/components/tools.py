@@ -33,7 +33,7 @@ def _content(value: Any, digest: str | None) -> str:
 def register(app: App) -> None:
     db = app.db
 
-    @app.tool("write", identity="createdBy")
+    @app.tool("write", identity="createdBy", idempotent=True)
     def register_component(
         name: str,
         type: ComponentType,

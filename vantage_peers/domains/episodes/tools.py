@@ -35,7 +35,7 @@ def register(app: App) -> None:
             c, query=text, vector=vector, reason=reason, scope=scope, types=EPISODE, include_superseded=False,
             limit=size, now=now, shape=memories.episode_doc, use_keyword=False, fields=projection))
 
-    @app.tool("write", identity="createdBy")
+    @app.tool("write", identity="createdBy", idempotent=True)
     def store_episode(
         namespace: str,
         context: str,

@@ -32,7 +32,7 @@ def register(app: App) -> None:
     svc = services(app)  # the memory search's embedder, query cache and breaker, shared
     # Embedding jobs need no job of their own: the `embeddings` job serves every corpus.
 
-    @app.tool("write", identity="createdBy")
+    @app.tool("write", identity="createdBy", idempotent=True)
     def create_fix_pattern(
         symptom: str,
         rootCause: str,
@@ -66,7 +66,7 @@ def register(app: App) -> None:
         """Fetch one fix pattern with its attempts (oldest first, at most 200); null when absent."""
         return db.read(lambda c: store.get(c, pattern_id=patternId))
 
-    @app.tool("write", identity="createdBy", shared="the fix-pattern knowledge base is the team's: any teammate records an attempt")
+    @app.tool("write", identity="createdBy", shared="the fix-pattern knowledge base is the team's: any teammate records an attempt", idempotent=True)
     def add_fix_attempt(
         patternId: str,
         description: str,

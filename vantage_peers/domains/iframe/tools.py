@@ -19,7 +19,7 @@ def register(app: App) -> None:
     app.add_job("iframe-session-cleanup", lambda: db.write(lambda c: store.cleanup(c)),
                 every_seconds=CLEANUP_EVERY_SECONDS)
 
-    @app.tool("write", shared="the session id names the session being created")
+    @app.tool("write", shared="the session id names the session being created", idempotent=True)
     def create_iframe_session(sessionId: str, origin: str, expiresAt: int, tenantId: str | None = None,
                               userId: str | None = None) -> str:
         """Create an authenticated embed session for the Gen UI iframe; returns the session's document id.

@@ -63,7 +63,7 @@ def register(app: App) -> None:
     def load(c, mandate_id: str):
         return store.MANDATES.require(c, mandate_id)
 
-    @app.tool("write", identity="requestedBy")
+    @app.tool("write", identity="requestedBy", idempotent=True)
     def create_mandate(
         fulfilledBy: str,
         service: str,

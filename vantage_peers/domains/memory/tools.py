@@ -74,7 +74,7 @@ def register(app: App) -> None:
             c, query=text, vector=vector, reason=reason, scope=scope, types=types,
             include_superseded=bool(include), limit=size, now=now, fields=projection))
 
-    @app.tool("write", identity="createdBy")
+    @app.tool("write", identity="createdBy", idempotent=True)
     def store_memory(
         namespace: str,
         type: MemoryTypeArg,

@@ -21,7 +21,7 @@ def register(app: App) -> None:
     app.add_record("message", row_loader("messages", "id", {"sender": "sender"}))
     app.add_record("receipt", row_loader("messageReceipts", "id", {"recipient": "recipient"}))
 
-    @app.tool("write", identity="from", instance="fromInstanceId")
+    @app.tool("write", identity="from", instance="fromInstanceId", idempotent=True)
     def send_message(
         channel: str,
         content: str,

@@ -79,7 +79,7 @@ def register(app: App) -> None:
     db = app.db
     app.add_record("mission", row_loader("missions", "id", {"creator": "createdBy", "pilot": "pilot"}))
 
-    @app.tool("write", identity="createdBy")
+    @app.tool("write", identity="createdBy", idempotent=True)
     def create_mission(
         name: str,
         project: str,

@@ -26,7 +26,7 @@ def register(app: App) -> None:
     app.add_job(JOB, lambda: store.fire_due(db, now=tick_now()))
     allow_concurrent(JOB)
 
-    @app.tool("write", identity="createdBy", identity_required=False)
+    @app.tool("write", identity="createdBy", identity_required=False, idempotent=True)
     def create_recurring_task(
         title: str,
         assignedTo: str,

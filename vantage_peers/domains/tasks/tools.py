@@ -40,7 +40,7 @@ def register(app: App) -> None:
         columns="createdBy, CASE WHEN EXISTS (SELECT 1 FROM profiles p WHERE p.orchestratorId = tasks.assignedTo) "
                 "THEN assignedTo END AS known"))
 
-    @app.tool("write", identity="createdBy", shared="any teammate may add a task to a mission; its pilot sees it")
+    @app.tool("write", identity="createdBy", shared="any teammate may add a task to a mission; its pilot sees it", idempotent=True)
     def create_task(
         title: str,
         assignedTo: str,

@@ -79,7 +79,7 @@ def register(app: App) -> None:
                  owns=Owns("template", "name", ("creator",), action="edit"))(update_mission_template)
 
     @app.tool("write", identity="callerOrchestrator", identity_required=False,
-              owns=Owns("mission", "missionId", ("creator", "pilot"), action="add tasks to"))
+              owns=Owns("mission", "missionId", ("creator", "pilot"), action="add tasks to"), idempotent=True)
     def instantiate_template_into_mission(
         templateName: str,
         missionId: str,
