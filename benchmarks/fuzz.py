@@ -32,14 +32,14 @@ def main() -> int:
     bad: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         app = create_app(make_settings(Path(tmp) / "fuzz.db", orchestrator="fuzzer", instance_id="fuzzer-1"))
-        per_tool = math.ceil(args.calls / len(app.tool_names))
+        per_tool = math.ceil(args.calls / len(app.tools))
         start = time.monotonic()
         counts = run_fuzz(app, per_tool, random.Random(args.seed), 120, bad.append)
         took = time.monotonic() - start
         integrity = app.db.conn.scalar("PRAGMA integrity_check")
         app.db.close()
     total = sum(counts.values())
-    print(f"{total} calls over {len(app.tool_names)} tools in {took:.0f} s ({per_tool} per tool)")
+    print(f"{total} calls over {len(app.tools)} tools in {took:.0f} s ({per_tool} per tool)")
     for code, n in sorted(counts.items(), key=lambda kv: -kv[1]):
         print(f"  {code:28} {n}")
     print(f"  uncoded errors: {counts.get('UNCODED', 0)}  unanswered: {counts.get('UNANSWERED', 0)}  "

@@ -6,8 +6,10 @@ import pytest
 from conftest import make_settings
 
 from vantage_peers.db import open_database
+from vantage_peers.db.table import Table
 from vantage_peers.errors import Forbidden, InvalidArgument, NotFound
-from vantage_peers.records import Table, iso_date, json_object, number, require_party, text, text_list
+from vantage_peers.parties import require_party
+from vantage_peers.validators import iso_date, json_object, number, text, text_list
 
 NOTES = Table(name="briefingNotes", prefix="brf", label="briefing note", json_cols=("participants", "decisions"))
 

@@ -207,7 +207,7 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
         from .server import create_app
 
         app = create_app(settings)
-        line("ok", "tools registered", str(len(app.tool_names)))
+        line("ok", "tools registered", str(len(app.tools)))
         app.db.close()
     except Exception as exc:  # noqa: BLE001
         fail("tools", str(exc))

@@ -12,9 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ...db import Connection, Row, dumps, loads
+from ...db.paging import equals, keyset_page, to_doc
+from ...envelope import fit_envelope
 from ...errors import InvalidArgument, NotFound
 from ...ids import new_id, now_ms
-from ...paging import equals, fit_envelope, keyset_page, to_doc
 
 SEVERITIES = ("critical", "major", "minor")
 JSON_COLS = ("files", "tags", "stack", "linkedIssueIds")

@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import StrictBool
 
-from ...app import App, require_query
+from ...app import App
+from ...db.paging import Fields, check_fields, clamp_limit
 from ...ids import now_ms
-from ...paging import Fields, check_fields, clamp_limit
-from ...records import MAX_CONTENT_BYTES, text, text_list
+from ...validators import MAX_CONTENT_BYTES, require_query, text, text_list
 from ..memory.services import services
 from . import search, store
 from .embedding import VEC

@@ -11,10 +11,11 @@ import re
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-from ...app import App, check_name
+from ...app import App
+from ...db.paging import Fields
 from ...errors import InvalidArgument
 from ...ids import now_ms
-from ...paging import Fields
+from ...validators import check_name
 from ..fix_patterns import store as fix_patterns
 from ..tasks import issue_links
 from . import deployments, irp, issues, mappings, monitors, webhook

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...app import App, check_name
+from ...app import App
 from ...errors import InvalidArgument
 from ...ids import now_ms
+from ...validators import check_name
 from . import store
 
 CLEANUP_EVERY_SECONDS = 3600

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...db import Connection, Row, dumps
+from ...db.paging import equals, keyset_page, to_doc
 from ...errors import Forbidden, InvalidArgument, InvalidState, NotFound
 from ...ids import new_id, now_ms
-from ...paging import equals, keyset_page, to_doc
 from ..tasks.rules import MISSION_LITE, SYSTEM, status_sql
 
 SIMPLE_FIELDS = ("name", "description", "project", "priority", "pilot", "brief", "startDate", "targetDate",

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from ...app import App
-from ...paging import Fields
+from ...db.paging import Fields
 from ...scheduler import allow_concurrent, tick_now
 from . import store
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from ...db import Connection, dumps
 from ...errors import InvalidArgument, InvalidState
+from ...validators import Checker
 from ..missions import store as missions
 from . import segments
 from .issue_links import link_issues_on_completion
@@ -19,7 +20,6 @@ from .rules import SYSTEM, TERMINAL_TASK, authorize
 from .store import apply_fields, require_task
 from .validation import (
     REASON_MAX_BYTES,
-    Checker,
     check_references,
     completion_failures,
     raise_failures,

@@ -7,10 +7,12 @@ from typing import Annotated, Any
 
 from pydantic import Field, WithJsonSchema
 
-from ...app import App, require_query
+from ...app import App
+from ...db.paging import Fields, clamp_limit
+from ...envelope import cut
 from ...errors import NotFound
 from ...ids import now_ms
-from ...paging import Fields, capped, clamp_limit
+from ...validators import require_query
 from ..missions import store as missions
 from ..profiles import store as profiles_store
 from . import lifecycle, store, tools_lifecycle
@@ -143,7 +145,7 @@ def register(app: App) -> None:
         items = db.read(lambda c: store.search_tasks(
             c, query=query, limit=clamp_limit(limit), statuses=keep, assigned_to=assignedTo, project=project,
             mission_id=missionId))
-        return capped(items)
+        return cut(items)
 
     @app.tool("write")
     def update_task(

@@ -11,8 +11,9 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from ...app import App
 from ...errors import InvalidArgument
 from ...ids import now_ms
+from ...validators import Failure
 from . import bulk, lifecycle
-from .validation import Failure, completion_failures, create_failures, load_task, update_failures
+from .validation import completion_failures, create_failures, load_task, update_failures
 
 LINTED_TOOLS = ("create_task", "update_task", "complete_task")
 # Non-string task fields as the real tools declare them. Before a tool body runs, the MCP layer parses
