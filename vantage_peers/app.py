@@ -110,6 +110,13 @@ class App:
         self.enabled_toolsets: set[str] = set()
         self._presence_lock = threading.Lock()
         self._presence_at = 0.0
+        # -- #18 (i18b): per-App extension state; no module-level registry outlives an App -----------
+        # extensions: domain state keyed "domain.name" (see extension()); task_done_hooks run inside
+        # the completing transaction (on_task_done); concurrent_jobs skip the scheduler's lease.
+        self.extensions: dict[str, Any] = {}
+        self._extensions_lock = threading.Lock()
+        self.task_done_hooks: list[Callable[[Any, dict[str, Any]], None]] = []
+        self.concurrent_jobs: set[str] = set()
 
     # -- identity ---------------------------------------------------------------------------
     def caller(self, value: str | None, field: str, *, required: bool = True) -> str | None:
@@ -193,6 +200,28 @@ class App:
         """Ask this process's scheduler (when it runs one) to run `job` now rather than at the next tick."""
         if self.scheduler is not None:
             self.scheduler.wake(job)
+
+    # -- #18 (i18b): per-App extension points (state, task-done hook, lease-free jobs) -----------
+    def extension(self, key: str, factory: Callable[[], Any]) -> Any:
+        """This App's object under `key` ("domain.name"), made by `factory()` on first use (thread-safe)."""
+        with self._extensions_lock:
+            if key not in self.extensions:
+                self.extensions[key] = factory()
+            return self.extensions[key]
+
+    def on_task_done(self, fn: Callable[[Any, dict[str, Any]], None]) -> None:
+        """Call `fn(conn, task)` when a task becomes done, inside the completing transaction."""
+        if fn not in self.task_done_hooks:
+            self.task_done_hooks.append(fn)
+
+    def task_done(self, conn: Any, task: dict[str, Any]) -> None:
+        """Run this App's task-done hooks (the tasks domain passes this to its lifecycle functions)."""
+        for fn in list(self.task_done_hooks):
+            fn(conn, task)
+
+    def allow_concurrent(self, job: str) -> None:
+        """Let every process run the every-tick job `job` on each tick without the lease (scheduler.py)."""
+        self.concurrent_jobs.add(job)
 
     # -- registration -----------------------------------------------------------------------
     def tool(self, kind: str, *, name: str | None = None, description: str | None = None,

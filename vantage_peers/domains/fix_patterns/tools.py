@@ -127,4 +127,5 @@ def register(app: App) -> None:
         """Link an issue (e.g. "owner/repo#282") to a fix pattern, once; returns `{added, linkedIssueIds}`."""
         issue = _name(issueId, "issueId")
         now = now_ms()
-        return db.write(lambda c: store.link_issue(c, pattern_id=patternId, issue_id=issue, now=now))
+        side = app.extensions.get(store.ISSUE_SIDE)
+        return db.write(lambda c: store.link_issue(c, pattern_id=patternId, issue_id=issue, now=now, issue_side=side))

@@ -40,9 +40,11 @@ def _url(value: str) -> str:
 
 def register(app: App) -> None:
     db = app.db
-    issue_links.register_issue_linker(irp.on_task_completed)
-    irp.watch(app)
-    fix_patterns.register_issue_side(issues.link_pattern)
+    # Per-App hooks (#18): a done task's `#NNN` title links the issue (and wakes this App's outbox);
+    # a fix pattern linked to an issue is recorded on the issue row (link_issue_to_pattern passes it).
+    app.on_task_done(lambda conn, task: issue_links.link_issues_on_completion(
+        conn, task, lambda c, t, numbers, mapping: irp.on_task_completed(c, t, numbers, mapping, wake=app.wake)))
+    app.extensions[fix_patterns.ISSUE_SIDE] = issues.link_pattern
     app.add_route(webhook.make_route(app))
     sender = Sender(app)
     app.add_job("github.outbox", sender.run)

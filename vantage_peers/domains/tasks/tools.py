@@ -180,7 +180,7 @@ def register(app: App) -> None:
             payload["callerOrchestrator"] = caller
         now = now_ms()
         db.write(lambda c: lifecycle.update_task(c, task_id=taskId, payload=payload, now=now,
-                                                 max_minutes=app.settings.max_segment_minutes))
+                                                 max_minutes=app.settings.max_segment_minutes, on_done=app.task_done))
 
     @app.tool("destructive")
     def delete_task(taskId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
