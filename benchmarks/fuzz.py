@@ -1,6 +1,6 @@
 """Long schema-driven fuzz: >= 10,000 hostile tool calls over the wire (our stdio transport).
 
-Every registered tool gets calls generated from its inputSchema (see tests/fuzz_cases.py). Prints
+Every registered tool gets calls generated from its inputSchema (see tests/support/fuzz_cases.py). Prints
 the class counts: ok, each error code, JSON-RPC errors, and the two that must stay 0 — UNCODED
 (an error without an UPPER_SNAKE code) and UNANSWERED (no reply within the bound).
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import make_settings  # noqa: E402
-from fuzz_cases import run_fuzz  # noqa: E402
+from support.fuzz_cases import run_fuzz  # noqa: E402
 
 from vantage_peers.server import create_app  # noqa: E402
 
