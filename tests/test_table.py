@@ -1,4 +1,4 @@
-"""The generic record helper (vantage_peers/records.py) used by the team-record domains."""
+"""The document-table helper (db/table.py), the record checks of validators.py and parties.require_party."""
 
 from __future__ import annotations
 
