@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import chaos  # noqa: E402
+from support import chaos  # noqa: E402
 
 
 def main() -> int:

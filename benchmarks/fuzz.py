@@ -1,6 +1,6 @@
 """Long schema-driven fuzz: >= 10,000 hostile tool calls over the wire (our stdio transport).
 
-Every registered tool gets calls generated from its inputSchema (see tests/fuzz_cases.py). Prints
+Every registered tool gets calls generated from its inputSchema (see tests/support/fuzz_cases.py). Prints
 the class counts: ok, each error code, JSON-RPC errors, and the two that must stay 0 — UNCODED
 (an error without an UPPER_SNAKE code) and UNANSWERED (no reply within the bound).
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import make_settings  # noqa: E402
-from fuzz_cases import run_fuzz  # noqa: E402
+from support.fuzz_cases import run_fuzz  # noqa: E402
 
 from vantage_peers.server import create_app  # noqa: E402
 
@@ -32,14 +32,14 @@ def main() -> int:
     bad: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         app = create_app(make_settings(Path(tmp) / "fuzz.db", orchestrator="fuzzer", instance_id="fuzzer-1"))
-        per_tool = math.ceil(args.calls / len(app.tool_names))
+        per_tool = math.ceil(args.calls / len(app.tools))
         start = time.monotonic()
         counts = run_fuzz(app, per_tool, random.Random(args.seed), 120, bad.append)
         took = time.monotonic() - start
         integrity = app.db.conn.scalar("PRAGMA integrity_check")
         app.db.close()
     total = sum(counts.values())
-    print(f"{total} calls over {len(app.tool_names)} tools in {took:.0f} s ({per_tool} per tool)")
+    print(f"{total} calls over {len(app.tools)} tools in {took:.0f} s ({per_tool} per tool)")
     for code, n in sorted(counts.items(), key=lambda kv: -kv[1]):
         print(f"  {code:28} {n}")
     print(f"  uncoded errors: {counts.get('UNCODED', 0)}  unanswered: {counts.get('UNANSWERED', 0)}  "

@@ -12,6 +12,7 @@ from anyio.from_thread import start_blocking_portal
 from mcp import Client
 
 from vantage_peers.app import App
+from vantage_peers.db import Database, open_database
 from vantage_peers.server import create_app
 from vantage_peers.settings import Settings
 
@@ -88,6 +89,14 @@ def settings(db_path: Path) -> Settings:
 
 
 @pytest.fixture
+def db(settings: Settings) -> Iterator[Database]:
+    """A migrated Database on the test's temp file (`db_path`), closed after the test."""
+    database = open_database(settings)
+    yield database
+    database.close()
+
+
+@pytest.fixture
 def app(settings: Settings) -> Iterator[App]:
     application = create_app(settings)
     yield application
@@ -115,7 +124,7 @@ def tools(app: App) -> Iterator[Tools]:
 # Embedding fixtures: a real OpenAI-compatible server on 127.0.0.1 and an app that uses it.
 @pytest.fixture
 def server():
-    from memory_helpers import FakeEmbeddingServer
+    from support.memory_helpers import FakeEmbeddingServer
 
     fake = FakeEmbeddingServer()
     yield fake
@@ -124,7 +133,7 @@ def server():
 
 @pytest.fixture
 def eapp(db_path: Path, server) -> Iterator[App]:
-    from memory_helpers import embedding_settings
+    from support.memory_helpers import embedding_settings
 
     application = create_app(embedding_settings(db_path, server))
     yield application

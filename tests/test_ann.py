@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from vantage_peers.db import Database, migrate
+from vantage_peers.db import Database
 from vantage_peers.domains.memory import store
 from vantage_peers.search import ann, vectors
 
@@ -26,11 +26,9 @@ def _vec(rng: random.Random) -> list[float]:
 
 
 @pytest.fixture
-def filled(db_path, monkeypatch):
+def filled(db, monkeypatch):
     monkeypatch.setattr(ann, "APPROX_MIN_FLOATS", 100 * DIMS)
     monkeypatch.setattr(ann, "MIN_CANDIDATES", 60)
-    db = Database(db_path)
-    migrate(db)
     rng = random.Random(5)
     made: dict[int, list[float]] = {}
 
@@ -47,8 +45,7 @@ def filled(db_path, monkeypatch):
         vectors.upsert(c, rows)
 
     db.write(fill)
-    yield db, made, rng
-    db.close()
+    return db, made, rng
 
 
 def _knn(db, vec, *, approximate, **kw):

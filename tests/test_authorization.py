@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import Tools, make_settings, open_tools
-from http_helpers import client_credentials_token, make_client, serving, text
+from support.http_helpers import client_credentials_token, make_client, serving, text
 
 from vantage_peers.server import create_app
 
@@ -300,7 +300,7 @@ def test_path_iframe_session(http_team, tool):
 
 def task_bundle(task: dict[str, Any]) -> str:
     """A hand-made OKF bundle of project/a holding one task record."""
-    from bundle_helpers import b64, bundle_bytes, jsonl
+    from support.bundle_helpers import b64, bundle_bytes, jsonl
 
     record = {"id": "tsk_imported1", "priority": "low", "status": "todo", "createdAt": 1_700_000_000_000,
               "updatedAt": 1_700_000_000_000, **task}

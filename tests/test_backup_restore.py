@@ -11,7 +11,7 @@ from pathlib import Path
 
 import apsw
 import pytest
-from bundle_helpers import db_fingerprint
+from support.bundle_helpers import db_fingerprint
 
 from vantage_peers.cli import main
 from vantage_peers.db import open_database
@@ -50,7 +50,7 @@ def _wait(predicate, what: str, timeout: float = 60.0) -> None:
 def test_backup_while_two_processes_write(env, tmp_path, capsys):
     _db(env).close()  # create and migrate the file first
     acks = [tmp_path / f"ack{i}.txt" for i in range(2)]
-    writers = [subprocess.Popen([sys.executable, str(HERE / "backup_writer.py"), str(env), str(a), f"w{i}"],
+    writers = [subprocess.Popen([sys.executable, str(HERE / "support" / "backup_writer.py"), str(env), str(a), f"w{i}"],
                                 cwd=HERE) for i, a in enumerate(acks)]
     try:
         _wait(lambda: all(len(_acks(a)) >= 30 for a in acks), "both writers to commit 30 rows")

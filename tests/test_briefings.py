@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from records_helpers import HOSTILE_QUERIES, insert_memory, page_all
+from support.records_helpers import HOSTILE_QUERIES, insert_memory, page_all
 
 from vantage_peers.search.doctrine import VP_SOURCES_DOCTRINE
 

@@ -8,7 +8,7 @@ import io
 import json
 import tarfile
 
-from bundle_helpers import db_fingerprint
+from support.bundle_helpers import db_fingerprint
 
 NS = "project/foo"
 

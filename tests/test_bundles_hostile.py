@@ -8,7 +8,16 @@ import json
 import tarfile
 
 import pytest
-from bundle_helpers import b64, bundle_bytes, db_fingerprint, file_entry, jsonl, manifest_for, memory, tar_gz
+from support.bundle_helpers import (
+    b64,
+    bundle_bytes,
+    db_fingerprint,
+    file_entry,
+    jsonl,
+    manifest_for,
+    memory,
+    tar_gz,
+)
 
 from vantage_peers.domains.bundles.format import Limits, read_bundle
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from records_helpers import call, error, page_all
+from support.records_helpers import call, error, page_all
 
 BU = {"name": "VantagePeers", "description": "Shared memory for agents", "purpose": "Coordinate fleets",
       "orchestratorId": "sigma"}

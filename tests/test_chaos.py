@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 
-import chaos
 import pytest
+from support import chaos
 
 
 @pytest.mark.parametrize("mode", ["wal", "delete"])

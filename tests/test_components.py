@@ -5,10 +5,8 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from conftest import make_settings
-from records_helpers import HOSTILE_QUERIES, call, error, page_all
+from support.records_helpers import HOSTILE_QUERIES, call, error, page_all
 
-from vantage_peers.db import open_database
 from vantage_peers.domains.components import store
 
 AGENT = {"name": "dev-convex-expert", "type": "agent", "team": "development", "createdBy": "carol"}
@@ -171,30 +169,22 @@ def test_hostile_register_inputs(tools):
     assert len(call(tools, "list_components", {"limit": 200})["items"]) == 1
 
 
-def test_store_register_on_a_file(db_path):
-    db = open_database(make_settings(db_path))
-    try:
-        for i in range(3):
-            db.write(lambda c, i=i: store.register(c, name="h", type_="hook", content=f"v{i}", created_by="x",
-                                                   team=None, version=None, project=None))
-        assert db.read(lambda c: c.scalar("SELECT count(*) FROM componentRevisions")) == 3
-        assert db.read(lambda c: store.get(c, name="h", type_="hook", revision=2))["content"] == "v1"
-    finally:
-        db.close()
+def test_store_register_on_a_file(db):
+    for i in range(3):
+        db.write(lambda c, i=i: store.register(c, name="h", type_="hook", content=f"v{i}", created_by="x",
+                                               team=None, version=None, project=None))
+    assert db.read(lambda c: c.scalar("SELECT count(*) FROM componentRevisions")) == 3
+    assert db.read(lambda c: store.get(c, name="h", type_="hook", revision=2))["content"] == "v1"
 
 
-def test_register_is_one_transaction(db_path, monkeypatch):
-    db = open_database(make_settings(db_path))
+def test_register_is_one_transaction(db, monkeypatch):
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk full while writing the revision")
 
-    try:
-        monkeypatch.setattr(store, "_add_revision", boom)
-        with pytest.raises(RuntimeError):
-            db.write(lambda c: store.register(c, name="h", type_="hook", content="x", created_by="x", team=None,
-                                              version=None, project=None))
-        assert db.read(lambda c: c.scalar("SELECT count(*) FROM components")) == 0
-        assert db.read(lambda c: c.scalar("SELECT count(*) FROM components_fts WHERE components_fts MATCH 'h'")) in (0, None)
-    finally:
-        db.close()
+    monkeypatch.setattr(store, "_add_revision", boom)
+    with pytest.raises(RuntimeError):
+        db.write(lambda c: store.register(c, name="h", type_="hook", content="x", created_by="x", team=None,
+                                          version=None, project=None))
+    assert db.read(lambda c: c.scalar("SELECT count(*) FROM components")) == 0
+    assert db.read(lambda c: c.scalar("SELECT count(*) FROM components_fts WHERE components_fts MATCH 'h'")) in (0, None)

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from vantage_peers import paging
-from vantage_peers.db import Database, current_version, latest_version, migrate
+from vantage_peers.db import Database, current_version, latest_version, migrate, paging
+from vantage_peers.envelope import ENVELOPE_TARGET_BYTES
 from vantage_peers.errors import InvalidArgument
 from vantage_peers.ids import new_id
 from vantage_peers.search.fts import fts_query
@@ -102,9 +102,9 @@ def test_cursor_roundtrip_and_garbage():
     c = paging.encode_cursor(123, "msg_1")
     assert paging.decode_cursor(c) == (123, "msg_1")
     assert paging.decode_cursor(None) is None
+    # The pre-keyset `{createdBefore}` cursor is no longer accepted (#18 removed that branch).
     legacy = paging.base64.urlsafe_b64encode(json.dumps({"createdBefore": 99}).encode()).decode()
-    assert paging.decode_cursor(legacy) == (99, None)
-    for bad in ("!!!", "bm90IGpzb24", paging.base64.urlsafe_b64encode(b"[1,2]").decode()):
+    for bad in ("!!!", "bm90IGpzb24", paging.base64.urlsafe_b64encode(b"[1,2]").decode(), legacy):
         with pytest.raises(InvalidArgument):
             paging.decode_cursor(bad)
 
@@ -160,7 +160,7 @@ def test_envelope_cap_halves_and_cursor_continues(tmp_path):
     db = _paging_db(tmp_path, 40, size=5_000)  # 40 × 5 KB rows: far over 50,000 bytes
     page = paging.keyset_page(db.conn, table="t", to_item=paging.to_doc, limit=40)
     body = json.dumps(page)
-    assert len(body.encode()) <= paging.ENVELOPE_TARGET_BYTES
+    assert len(body.encode()) <= ENVELOPE_TARGET_BYTES
     assert len(page["items"]) < 40 and "nextCursor" in page
     seen, _ = _all_pages(db, limit=40)
     assert len(seen) == 40 and len(set(seen)) == 40

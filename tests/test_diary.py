@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 from conftest import make_settings, open_tools
-from records_helpers import call, error, page_all
+from support.records_helpers import call, error, page_all
 
-from vantage_peers.db import open_database
 from vantage_peers.domains.diary import store
 from vantage_peers.server import create_app
 
@@ -117,16 +116,12 @@ def test_hostile_and_huge_input(tools):
     assert error(tools, "list_diaries", {"fields": "medium"})
 
 
-def test_store_upsert_on_a_file(db_path):
-    db = open_database(make_settings(db_path))
-    try:
-        ids = {db.write(lambda c, i=i: store.write_diary(c, date="2026-05-29", orchestrator="sigma", content=f"v{i}"))
-               for i in range(5)}
-        assert len(ids) == 1
-        assert db.read(lambda c: c.scalar("SELECT count(*) FROM diary")) == 1
-        assert db.read(lambda c: store.get_diary(c, orchestrator="sigma", date="2026-05-29"))["content"] == "v4"
-    finally:
-        db.close()
+def test_store_upsert_on_a_file(db):
+    ids = {db.write(lambda c, i=i: store.write_diary(c, date="2026-05-29", orchestrator="sigma", content=f"v{i}"))
+           for i in range(5)}
+    assert len(ids) == 1
+    assert db.read(lambda c: c.scalar("SELECT count(*) FROM diary")) == 1
+    assert db.read(lambda c: store.get_diary(c, orchestrator="sigma", date="2026-05-29"))["content"] == "v4"
 
 
 def test_list_diaries_refuses_an_inverted_range(tools):

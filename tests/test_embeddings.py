@@ -6,7 +6,7 @@ import io
 import multiprocessing
 
 from conftest import open_tools
-from memory_helpers import (
+from support.memory_helpers import (
     API_KEY,
     DIMS,
     MODEL,

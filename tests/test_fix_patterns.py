@@ -3,8 +3,8 @@ list paging and lite projection, every refusal, hostile input."""
 
 from __future__ import annotations
 
-from fix_patterns_helpers import PATTERN, attempt, create
-from records_helpers import HOSTILE_QUERIES
+from support.fix_patterns_helpers import PATTERN, attempt, create
+from support.records_helpers import HOSTILE_QUERIES
 
 from vantage_peers.domains.fix_patterns import store
 
@@ -91,27 +91,20 @@ def test_list_insert_n_get_n_full_cursor_chain_and_lite_keys(tools):
     assert len(tools.call("list_fix_patterns", limit=0)["items"]) == 1  # clamped to 1..200
 
 
-def test_list_on_a_store_file(db_path):
-    from conftest import make_settings
+def test_list_on_a_store_file(db):
 
-    from vantage_peers.db import open_database
-
-    db = open_database(make_settings(db_path))
-    try:
-        for i in range(5):
-            db.write(lambda c, i=i: store.create(c, symptom=f"s{i}", root_cause="r", source_project="p",
-                                                 created_by="x", now=1_000))  # one millisecond for all
-        seen, cursor = [], None
-        while True:
-            page = db.read(lambda c, cur=cursor: store.list_patterns(c, project=None, limit=2, cursor=cur,
-                                                                     fields="lite"))
-            seen.extend(i["_id"] for i in page["items"])
-            cursor = page.get("nextCursor")
-            if not cursor:
-                break
-        assert len(seen) == len(set(seen)) == 5
-    finally:
-        db.close()
+    for i in range(5):
+        db.write(lambda c, i=i: store.create(c, symptom=f"s{i}", root_cause="r", source_project="p",
+                                             created_by="x", now=1_000))  # one millisecond for all
+    seen, cursor = [], None
+    while True:
+        page = db.read(lambda c, cur=cursor: store.list_patterns(c, project=None, limit=2, cursor=cur,
+                                                                 fields="lite"))
+        seen.extend(i["_id"] for i in page["items"])
+        cursor = page.get("nextCursor")
+        if not cursor:
+            break
+    assert len(seen) == len(set(seen)) == 5
 
 
 def test_unknown_pattern_ids_are_refused(tools):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import io
 
 from conftest import open_tools
-from fix_patterns_helpers import create
-from memory_helpers import DIMS, MODEL, embedding_settings, run_embeddings
+from support.fix_patterns_helpers import create
+from support.memory_helpers import DIMS, MODEL, embedding_settings, run_embeddings
 
 from vantage_peers.domains.fix_patterns.embedding import VEC
 from vantage_peers.domains.memory import maintenance
@@ -158,7 +158,7 @@ def test_queue_health_names_fix_patterns(eapp, etools, server):
 
 
 def test_hybrid_search_hostile_queries(eapp, etools):
-    from records_helpers import HOSTILE_QUERIES
+    from support.records_helpers import HOSTILE_QUERIES
 
     seed(etools)
     run_embeddings(eapp)

@@ -7,18 +7,9 @@ import multiprocessing
 
 import apsw
 import pytest
-from conftest import make_settings
-from fix_patterns_helpers import child_race
+from support.fix_patterns_helpers import child_race
 
-from vantage_peers.db import open_database
 from vantage_peers.domains.fix_patterns import store
-
-
-@pytest.fixture
-def db(db_path):
-    database = open_database(make_settings(db_path))
-    yield database
-    database.close()
 
 
 def new_pattern(db, **over):

@@ -11,7 +11,7 @@ import os
 import random
 
 from conftest import make_settings
-from fuzz_cases import run_fuzz
+from support.fuzz_cases import run_fuzz
 
 from vantage_peers.server import create_app
 

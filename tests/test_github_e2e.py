@@ -15,9 +15,9 @@ from pathlib import Path
 
 import anyio
 from conftest import make_settings
-from github_helpers import SECRET, TOKEN, FakeGitHub, deliver, issues_event, wait_for
-from http_helpers import Serve
 from mcp import Client, StdioServerParameters
+from support.github_helpers import SECRET, TOKEN, FakeGitHub, deliver, issues_event, wait_for
+from support.http_helpers import Serve
 
 from vantage_peers.domains.github import mappings
 from vantage_peers.server import create_app

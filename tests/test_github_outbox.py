@@ -7,7 +7,7 @@ import time
 
 import pytest
 from conftest import make_settings, open_tools
-from github_helpers import DEPLOY_KEY, TOKEN, FakeConvexLogs, FakeGitHub
+from support.github_helpers import DEPLOY_KEY, TOKEN, FakeConvexLogs, FakeGitHub
 
 from vantage_peers.domains.github import irp, issues, mappings, monitors, outbox
 from vantage_peers.domains.github.sender import Sender
@@ -252,7 +252,7 @@ def test_several_processes_file_one_auto_issue_and_count_each_error_once(db_path
             logs.add_error("credits.js:charge", "Credits insufficient for user")
         env = {**os.environ, "VP_DB_PATH": str(db_path), "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": github.url,
                "DEPLOY_KEY_PROD": DEPLOY_KEY, "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none"}
-        worker = Path(__file__).resolve().parent / "github_race_worker.py"
+        worker = Path(__file__).resolve().parent / "support" / "github_race_worker.py"
         start_at = str(time.time() + 3)
         procs = [subprocess.Popen([sys.executable, str(worker), start_at], env=env, stderr=subprocess.PIPE)
                  for _ in range(3)]

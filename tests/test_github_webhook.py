@@ -6,7 +6,7 @@ import json
 
 import pytest
 from conftest import make_settings
-from github_helpers import (
+from support.github_helpers import (
     SECRET,
     RouteServer,
     comment_event,

@@ -9,7 +9,8 @@ import apsw
 from conftest import make_settings, open_tools
 
 from vantage_peers.db import Database, migrate
-from vantage_peers.paging import ENVELOPE_TARGET_BYTES, MAX_CURSOR_CHARS
+from vantage_peers.db.paging import MAX_CURSOR_CHARS
+from vantage_peers.envelope import ENVELOPE_TARGET_BYTES
 from vantage_peers.server import create_app
 
 

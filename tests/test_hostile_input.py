@@ -6,6 +6,7 @@ import pytest
 from conftest import ToolError
 
 from vantage_peers.doctor import filesystem_type, is_network_fs
+from vantage_peers.limits import MAX_CONTENT_BYTES
 
 HOSTILE = [
     "'; DROP TABLE messages; --",
@@ -79,8 +80,15 @@ def test_missing_required_fields(tools):
 
 
 def test_oversized_content_is_refused_cleanly(tools):
-    err = tools.error("send_message", **{"from": "a", "channel": "b", "content": "x" * 1_000_001})
+    err = tools.error("send_message", **{"from": "a", "channel": "b", "content": "x" * (MAX_CONTENT_BYTES + 1)})
     assert err.split(": ", 1)[-1].startswith("INVALID_ARGUMENT") or "INVALID_ARGUMENT" in err
+    assert f"larger than {MAX_CONTENT_BYTES} bytes" in err
+    # One content limit (limits.MAX_CONTENT_BYTES, 1 MiB) for messages and memories alike (#18): a
+    # message over messaging's old 1,000,000 bytes but within 1 MiB is accepted, as a memory is.
+    assert tools.call("send_message", **{"from": "a", "channel": "b", "content": "x" * 1_000_001})["messageId"]
+    tools.call("store_memory", namespace="n", type="note", content="x" * MAX_CONTENT_BYTES, createdBy="a")
+    assert "INVALID_ARGUMENT" in tools.error("store_memory", namespace="n", type="note", createdBy="a",
+                                             content="x" * (MAX_CONTENT_BYTES + 1))
 
 
 def test_json_string_arrays_are_accepted(tools):

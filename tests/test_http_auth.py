@@ -13,10 +13,10 @@ import anyio
 import apsw
 import httpx2
 import pytest
-from http_helpers import MASTER, client_credentials_token, make_client, mcp_session, serving, text
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+from support.http_helpers import MASTER, client_credentials_token, make_client, mcp_session, serving, text
 
 REDIRECT = "http://127.0.0.1:9/callback"
 

@@ -11,7 +11,7 @@ import apsw
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
-from http_helpers import MASTER, serving, text
+from support.http_helpers import MASTER, serving, text
 
 EXT = "mhfnnhkmnclmnnllhmoidkflgpkogjpe"
 

@@ -8,7 +8,7 @@ import subprocess
 
 import apsw
 import httpx2
-from http_helpers import free_port, script, serving
+from support.http_helpers import free_port, script, serving
 
 from vantage_peers.http.doctor import doctor_checks, public_base_url_problem
 from vantage_peers.settings import Settings

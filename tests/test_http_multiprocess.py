@@ -9,8 +9,8 @@ import random
 
 import anyio
 import apsw
-from http_helpers import MASTER, Serve, mcp_session, script, serving, text
 from mcp import Client, StdioServerParameters
+from support.http_helpers import MASTER, Serve, mcp_session, script, serving, text
 
 TASKS = 12
 MESSAGES = 6

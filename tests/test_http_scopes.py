@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from http_helpers import MASTER, client_credentials_token, make_client, serving, text
+from support.http_helpers import MASTER, client_credentials_token, make_client, serving, text
 
 PROFILES = ("master", "client-generic", "public-readonly", "cedar-agent")
 CEDAR = {"profileId": "cedar-agent", "description": "Cedar: project/cedar read/write, global read",

@@ -113,7 +113,7 @@ def test_the_local_provider_works_with_the_network_unreachable():
 
 
 def test_a_provider_switch_is_detected_and_reindex_fixes_it(db_path, server):
-    from memory_helpers import embedding_settings
+    from support.memory_helpers import embedding_settings
 
     remote = create_app(embedding_settings(db_path, server))
     try:

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import make_settings
-from records_helpers import page_all
+from support.records_helpers import page_all
 
-from vantage_peers.db import open_database
 from vantage_peers.domains.mandates import store
 
 LIMITS = {"maxPerTransaction": 50_000, "maxPerPeriod": 200_000, "periodDays": 30}
@@ -229,16 +227,12 @@ def test_list_mandates_insert_n_filters_cursor_lite(tools):
     assert tools.error("list_mandates", status="cancelled")
 
 
-def test_store_evaluate_on_a_file(db_path):
-    db = open_database(make_settings(db_path))
-    try:
-        m = db.write(lambda c: store.create(c, values={"requestedBy": "b", "fulfilledBy": "a", "service": "s",
-                                                       "budget": 10, "spendingLimits": {"maxPerTransaction": 3}}))
-        row = db.read(lambda c: store.MANDATES.require(c, m["_id"]))
-        verdict, about_state = db.read(lambda c: store.evaluate(c, row, amount=4, category=None))
-        assert about_state and len(verdict["reasons"]) == 2  # requested + per-transaction
-    finally:
-        db.close()
+def test_store_evaluate_on_a_file(db):
+    m = db.write(lambda c: store.create(c, values={"requestedBy": "b", "fulfilledBy": "a", "service": "s",
+                                                   "budget": 10, "spendingLimits": {"maxPerTransaction": 3}}))
+    row = db.read(lambda c: store.MANDATES.require(c, m["_id"]))
+    verdict, about_state = db.read(lambda c: store.evaluate(c, row, amount=4, category=None))
+    assert about_state and len(verdict["reasons"]) == 2  # requested + per-transaction
 
 
 def test_update_is_one_transaction(tools):

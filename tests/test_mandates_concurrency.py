@@ -45,16 +45,12 @@ def _worker(path: str, mandate_id: str, worker: int, queue) -> None:
         db.close()
 
 
-def test_processes_share_one_file_consistently(db_path):
-    db = open_database(make_settings(db_path))
-    try:
-        m = db.write(lambda c: mandates.create(c, values={
-            "requestedBy": "bob", "fulfilledBy": "alice", "service": "s", "budget": 100,
-            "spendingLimits": {"maxPerTransaction": 5}}))
-        db.write(lambda c: mandates.transition(c, mandates.MANDATES.require(c, m["_id"]), target="accepted",
-                                               caller="alice"))
-    finally:
-        db.close()
+def test_processes_share_one_file_consistently(db, db_path):  # `db` stays open beside the workers
+    m = db.write(lambda c: mandates.create(c, values={
+        "requestedBy": "bob", "fulfilledBy": "alice", "service": "s", "budget": 100,
+        "spendingLimits": {"maxPerTransaction": 5}}))
+    db.write(lambda c: mandates.transition(c, mandates.MANDATES.require(c, m["_id"]), target="accepted",
+                                           caller="alice"))
 
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
@@ -68,16 +64,12 @@ def test_processes_share_one_file_consistently(db_path):
 
     recorded = sum(r for r, _ in results)
     assert recorded == 33 and sum(f for _, f in results) == WORKERS * ROUNDS - 33  # 33 × 3 = 99 ≤ 100 < 102
-    db = open_database(make_settings(db_path))
-    try:
-        row = db.read(lambda c: mandates.MANDATES.require(c, m["_id"]))
-        assert row["spent"] == 99
-        assert db.read(lambda c: c.scalar("SELECT sum(amount) FROM mandateSpending")) == 99
-        revisions = db.read(lambda c: [r["revision"] for r in c.query(
-            "SELECT revision FROM componentRevisions ORDER BY revision")])
-        assert revisions == list(range(1, WORKERS * ROUNDS + 1))
-        latest = db.read(lambda c: components.find(c, name="shared-hook", type_="hook"))
-        assert latest["revision"] == WORKERS * ROUNDS
-        assert db.read(lambda c: c.scalar("SELECT count(*) FROM diary")) == 1
-    finally:
-        db.close()
+    row = db.read(lambda c: mandates.MANDATES.require(c, m["_id"]))
+    assert row["spent"] == 99
+    assert db.read(lambda c: c.scalar("SELECT sum(amount) FROM mandateSpending")) == 99
+    revisions = db.read(lambda c: [r["revision"] for r in c.query(
+        "SELECT revision FROM componentRevisions ORDER BY revision")])
+    assert revisions == list(range(1, WORKERS * ROUNDS + 1))
+    latest = db.read(lambda c: components.find(c, name="shared-hook", type_="hook"))
+    assert latest["revision"] == WORKERS * ROUNDS
+    assert db.read(lambda c: c.scalar("SELECT count(*) FROM diary")) == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 
-from memory_helpers import child_store
+from support.memory_helpers import child_store
 
 from vantage_peers.db import Database, current_version, latest_version, migrate
 from vantage_peers.domains.memory import store
@@ -14,9 +14,8 @@ from vantage_peers.domains.profiles import store as profiles
 from vantage_peers.ids import now_ms
 
 
-def test_two_processes_writing_memories_lose_nothing(db_path):
-    db = Database(db_path)
-    migrate(db)  # created up front so the children race on writes, not on the first migration
+def test_two_processes_writing_memories_lose_nothing(db, db_path):
+    # `db` (conftest) migrates the file up front, so the children race on writes, not on the first migration.
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=child_store, args=(str(db_path), name, 150)) for name in ("pi", "phi")]
     for p in procs:
@@ -37,7 +36,6 @@ def test_two_processes_writing_memories_lose_nothing(db_path):
     assert db.read(lambda c: c.scalar("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'concurrent'")) == 300
     listed = db.read(lambda c: store.list_memories(c, scope=store.scope_of("shared/concurrency"), limit=200))
     assert len(listed["items"]) == 200 and "nextCursor" in listed
-    db.close()
 
 
 def test_file_at_schema_version_1_migrates_keeping_its_rows(db_path):

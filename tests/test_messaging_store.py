@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from vantage_peers.db import Database, migrate
 from vantage_peers.domains.messaging import store
 from vantage_peers.domains.profiles import store as profiles
 
 
 @pytest.fixture
-def db(tmp_path):
-    database = Database(tmp_path / "store.db")
-    migrate(database)
+def db(db):
+    """The shared migrated `db` (conftest), with three profiles."""
+    database = db
     for who in ("alice", "bob", "dev-frontend"):
         database.write(lambda c, who=who: profiles.ensure_profile(c, who))
     database.write(lambda c: profiles.touch(c, orchestrator_id="bob", instance_id="bob-vps-01"))
-    yield database
-    database.close()
+    return database
 
 
 def test_resolve_recipients(db):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks_helpers import call, error, mission, page_all, task
+from support.tasks_helpers import call, error, mission, page_all, task
 
 from vantage_peers.domains.tasks.rules import MISSION_LITE
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from plugin_helpers import ALL_HOOKS, HOOKS, assert_blocked, assert_passed, event, run_hook, vp
+from support.plugin_helpers import ALL_HOOKS, HOOKS, assert_blocked, assert_passed, event, run_hook, vp
 
 EVIDENCE = "enforce-evidence-bound-completion"
 NO_TASK = "enforce-no-task-in-message"

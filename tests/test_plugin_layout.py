@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from plugin_helpers import HOOK_NAMES, OPTIONAL_HOOKS, PLUGIN, ROOT, frontmatter, tool_refs, vp
+from support.plugin_helpers import HOOK_NAMES, OPTIONAL_HOOKS, PLUGIN, ROOT, frontmatter, tool_refs, vp
 
 from vantage_peers import __version__
 from vantage_peers.prompts.plugin import expected_files

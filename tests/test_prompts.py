@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import make_settings, open_tools
 from mcp.shared.exceptions import MCPError
-from plugin_helpers import tool_refs
+from support.plugin_helpers import tool_refs
 
 from vantage_peers.prompts.workflows import WORKFLOWS
 from vantage_peers.server import create_app
@@ -121,7 +121,7 @@ def test_prompts_over_stdio_as_the_plugin_starts_the_server(tmp_path):
 
     import anyio
     from mcp import Client, StdioServerParameters
-    from plugin_helpers import PLUGIN
+    from support.plugin_helpers import PLUGIN
     from test_stdio_e2e import _script
 
     entry = json.loads((PLUGIN / ".mcp.json").read_text())["mcpServers"]["vantage-peers"]

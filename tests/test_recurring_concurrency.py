@@ -7,10 +7,9 @@ import os
 import signal
 import time
 
-from recurring_worker import context, ticker
+from support.recurring_worker import context, ticker
 
 from vantage_peers import cron
-from vantage_peers.db import Database
 from vantage_peers.domains.recurring import store
 
 MIN = 60_000
@@ -19,12 +18,8 @@ EVERY = {"* * * * *": 1, "*/2 * * * *": 2, "*/5 * * * *": 5}
 PER_SCHEDULE = 40
 
 
-def test_processes_fire_each_occurrence_once_and_a_killed_one_leaves_no_gap(db_path):
+def test_processes_fire_each_occurrence_once_and_a_killed_one_leaves_no_gap(db, db_path):
     start = cron.to_ms(cron.from_ms(1_780_000_000_000).replace(minute=0, second=0, microsecond=0))
-    db = Database(db_path)
-    from vantage_peers.db import migrate
-
-    migrate(db)
     ids: dict[str, int] = {}
     for expr, every in EVERY.items():
         for i in range(PER_SCHEDULE):
@@ -88,4 +83,3 @@ def test_processes_fire_each_occurrence_once_and_a_killed_one_leaves_no_gap(db_p
     # Every task is the one its run row names (no orphan from the killed transaction).
     assert db.read(lambda c: c.scalar(
         "SELECT count(*) FROM tasks t JOIN recurringRuns r ON r.taskId = t.id")) == expected_total
-    db.close()

@@ -9,21 +9,17 @@ import anyio
 from mcp import Client, StdioServerParameters
 from test_stdio_e2e import _script
 
-from vantage_peers.db import Database, migrate
 from vantage_peers.domains.recurring import store
 from vantage_peers.ids import now_ms
 
 
-def test_console_script_fires_a_due_template_by_itself(tmp_path):
-    path = tmp_path / "rec.db"
-    db = Database(path)
-    migrate(db)
+def test_console_script_fires_a_due_template_by_itself(tmp_path, db, db_path):
+    path = db_path  # `db` (conftest, migrated) stays open beside the server process
     # Created 400 days ago on a yearly schedule: its nextRunAt (a 1 January) is past, the next one is
     # months away, so exactly one run is expected however slow the machine.
     template_id = db.write(lambda c: store.create(c, payload={
         "title": "Daily standup report", "assignedTo": "carol", "cronExpression": "0 0 1 1 *",
         "createdBy": "bob"}, now=now_ms() - 400 * 86_400_000))
-    db.close()
     env = {**os.environ, "VP_DB_PATH": str(path), "VP_ORCHESTRATOR": "bob", "VP_SCHEDULER": "on",
            "VP_TICK_SECONDS": "1"}
     params = StdioServerParameters(command=_script(), args=[], env=env, cwd=str(tmp_path))
@@ -46,9 +42,7 @@ def test_console_script_fires_a_due_template_by_itself(tmp_path):
             assert definition["nextRunAt"] > definition["lastTriggered"]
 
     anyio.run(main)
-    db = Database(path)
     # One task per occurrence: as many tasks as runs, never more.
     runs = db.read(lambda c: c.scalar("SELECT count(*) FROM recurringRuns WHERE recurringTaskId = ?", (template_id,)))
     tasks = db.read(lambda c: c.scalar("SELECT count(*) FROM tasks WHERE recurringTaskId = ?", (template_id,)))
     assert runs == tasks == 1
-    db.close()

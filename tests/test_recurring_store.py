@@ -44,14 +44,6 @@ def tick_week(db: Database, start: int, *, step_minutes: int = 5, days: int = 7)
     return end
 
 
-@pytest.fixture
-def db(tmp_path):
-    database = Database(tmp_path / "rec.db")
-    migrate(database)
-    yield database
-    database.close()
-
-
 def test_spring_week_gives_exactly_the_expected_occurrences(db):
     # Thursday 2026-03-26 00:00 UTC for 7 days: Paris springs forward on Sunday 29 March at 01:00 UTC,
     # and 1 April is a first of the month.

@@ -8,7 +8,7 @@ import threading
 from collections import Counter
 
 from conftest import make_settings
-from recurring_worker import context, job_runner
+from support.recurring_worker import context, job_runner
 
 from vantage_peers import cron
 from vantage_peers.app import App
@@ -28,9 +28,7 @@ def _app(tmp_path, **overrides) -> App:
     return App(make_settings(path, **overrides), db)
 
 
-def test_cadenced_jobs_run_once_per_period_across_processes(db_path):
-    db = Database(db_path)
-    migrate(db)
+def test_cadenced_jobs_run_once_per_period_across_processes(db, db_path):
     start = cron.to_ms(cron.from_ms(1_780_000_000_000).replace(hour=4, minute=0, second=0, microsecond=0))
     steps = [start + i * 5 * MIN for i in range(37)]  # 04:00 .. 07:00 every 5 minutes
     ctx = context()
@@ -61,7 +59,6 @@ def test_cadenced_jobs_run_once_per_period_across_processes(db_path):
     assert jobs["flaky"]["failCount"] == 2 and jobs["flaky"]["lastStatus"] == "ok"
     assert jobs["flaky"]["nextRunAt"] == start + 26 * 60 * MIN  # 06:00 the next day
     assert jobs["half-hourly"]["schedule"] == "cron */30 * * * *" and not jobs["half-hourly"]["running"]
-    db.close()
 
 
 def test_a_failing_job_is_recorded_and_the_thread_keeps_running(tmp_path):

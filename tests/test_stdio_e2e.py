@@ -56,7 +56,7 @@ def test_stdio_server_embeds_in_the_background_and_recalls_by_meaning(tmp_path):
     """The product path: console script + scheduler thread + OpenAI-compatible endpoint on loopback."""
     import time
 
-    from memory_helpers import API_KEY, MODEL, FakeEmbeddingServer
+    from support.memory_helpers import API_KEY, MODEL, FakeEmbeddingServer
 
     fake = FakeEmbeddingServer()
     env = {**os.environ, "VP_DB_PATH": str(tmp_path / "bg.db"), "VP_ORCHESTRATOR": "alice",

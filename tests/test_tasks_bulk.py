@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tasks_helpers import mission, task
+from support.tasks_helpers import mission, task
 
 from vantage_peers.domains.tasks import bulk, store
 
@@ -58,7 +58,7 @@ def test_live_run_closes_with_note(tools):
                                          f"executedAt={res['executedAt']}")
     assert tools.call("get_task", taskId=cancelled)["status"] == "cancelled"  # never made done
     assert tools.call("get_task", taskId=done)["completionNote"] == "manual close"
-    from tasks_helpers import call
+    from support.tasks_helpers import call
     assert call(tools, "get_mission", {"missionId": m})["status"] == "complete"
     doc = tools.call("get_task", taskId=ids[0])
     assert all("endedAt" in s for s in doc["workSegments"])

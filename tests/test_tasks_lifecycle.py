@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks_helpers import mission, task
+from support.tasks_helpers import mission, task
 
 
 def seg_start(app, tid, minutes_ago):
@@ -175,7 +175,7 @@ def test_completing_last_task_completes_mission(tools):
     m = mission(tools)
     a, b = task(tools, missionId=m), task(tools, missionId=m)
     tools.call("complete_task", taskId=a, completionNote="first, commit abc1234")
-    from tasks_helpers import call
+    from support.tasks_helpers import call
     assert call(tools, "get_mission", {"missionId": m})["status"] == "plan"
     tools.call("complete_task", taskId=b, completionNote="second, commit def5678")
     got = call(tools, "get_mission", {"missionId": m})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import multiprocessing as mp
 from collections import Counter
 
-from tasks_race_worker import race
+from support.tasks_race_worker import race
 
 from vantage_peers.domains.tasks import store
 

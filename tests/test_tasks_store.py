@@ -182,17 +182,17 @@ def test_auto_generated_sql_matches_python_predicate(app):
 def test_issue_link_seam(app):
     db = app.db
     calls = []
-    issue_links.register_issue_linker(lambda conn, task, numbers, mapping: calls.append((numbers, mapping["repo"])))
-    try:
-        a = new_task(db, title="Fix #42 and #7", project="studio/x")
-        act(db, lifecycle.complete_task, task_id=a, note="fixed in abc1234", caller=None, now=T0, max_minutes=480)
-        assert calls == []  # no mapping row yet: nothing happens
-        db.write(lambda c: c.execute("INSERT INTO githubRepoMapping (id, repo, orchestrator, project, createdAt, "
-                                     "updatedAt) VALUES ('rmp_1', 'o/r', 'dave', 'studio/x', 1, 1)"))
-        b = new_task(db, title="Fix #42 again", project="studio/x")
-        act(db, lifecycle.complete_task, task_id=b, note="n", caller=None, now=T0, max_minutes=480)
-        c2 = new_task(db, title="no issue here", project="studio/x")
-        act(db, lifecycle.complete_task, task_id=c2, note="n", caller=None, now=T0, max_minutes=480)
-        assert calls == [([42], "o/r")]
-    finally:
-        issue_links._linkers.clear()
+    app.on_task_done(lambda conn, task: issue_links.link_issues_on_completion(
+        conn, task, lambda c, t, numbers, mapping: calls.append((numbers, mapping["repo"]))))
+    done = app.task_done
+    a = new_task(db, title="Fix #42 and #7", project="studio/x")
+    act(db, lifecycle.complete_task, task_id=a, note="fixed in abc1234", caller=None, now=T0, max_minutes=480,
+        on_done=done)
+    assert calls == []  # no mapping row yet: nothing happens
+    db.write(lambda c: c.execute("INSERT INTO githubRepoMapping (id, repo, orchestrator, project, createdAt, "
+                                 "updatedAt) VALUES ('rmp_1', 'o/r', 'dave', 'studio/x', 1, 1)"))
+    b = new_task(db, title="Fix #42 again", project="studio/x")
+    act(db, lifecycle.complete_task, task_id=b, note="n", caller=None, now=T0, max_minutes=480, on_done=done)
+    c2 = new_task(db, title="no issue here", project="studio/x")
+    act(db, lifecycle.complete_task, task_id=c2, note="n", caller=None, now=T0, max_minutes=480, on_done=done)
+    assert calls == [([42], "o/r")]

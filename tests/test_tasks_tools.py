@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tasks_helpers import mission, page_all, task
+from support.tasks_helpers import mission, page_all, task
 
 from vantage_peers.domains.tasks.rules import TASK_LITE
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tasks_helpers import task
+from support.tasks_helpers import task
 
 
 def lint(tools, tool, **payload):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conftest import make_settings, open_tools
-from tasks_helpers import call, error, mission, page_all
+from support.tasks_helpers import call, error, mission, page_all
 
 from vantage_peers.server import create_app
 

@@ -24,7 +24,7 @@ def test_every_domain_and_tool_has_a_known_toolset(app):
     for domain in domain_modules():
         assert domain in toolsets.DOMAIN_TOOLSETS, f"add {domain} to toolsets.DOMAIN_TOOLSETS"
     assert set(toolsets.DOMAIN_TOOLSETS.values()) | {toolsets.DEFAULT_TOOLSET} <= set(toolsets.TOOLSETS)
-    assert set(app.toolset_of) == set([t.name for t in app.tools])
+    assert set(app.toolset_of) == {t.name for t in app.tools}
     assert toolsets.toolset_for_module("vantage_peers.domains.not_mapped_yet.tools") == toolsets.DEFAULT_TOOLSET
     for reserved, expected in (("recurring", "automation"), ("github", "github"), ("bundles", "admin"),
                                ("iframe", "admin")):
@@ -54,7 +54,7 @@ def test_vp_toolsets_parsing():
 def test_core_lists_only_core_and_a_disabled_tool_names_its_toolset(core_app):
     with open_tools(core_app) as tools:
         assert {core_app.toolset_of[n] for n in tools.listed} == {"core"}
-        assert len(tools.listed) == sum(1 for n in [t.name for t in core_app.tools] if core_app.toolset_of[n] == "core")
+        assert len(tools.listed) == sum(1 for t in core_app.tools if core_app.toolset_of[t.name] == "core")
         msg = tools.error("create_bu", name="b", description="d", purpose="p", orchestratorId="alice")
         assert 'TOOLSET_DISABLED' in msg and 'call enable_toolset("records")' in msg
         assert "no toolset named 'recrods'; did you mean 'records'?" in tools.error("enable_toolset", name="recrods")
@@ -95,12 +95,12 @@ def test_enable_toolset_notifies_a_handshake_era_client(core_app):
 
         async with Client(core_app.mcp, mode="legacy", message_handler=on_message) as client:
             assert client.server_capabilities.tools.list_changed is True
-            assert len((await client.list_tools()).tools) < len([t.name for t in core_app.tools])
+            assert len((await client.list_tools()).tools) < len(core_app.tools)
             result = await client.call_tool("enable_toolset", {"name": "all"})
             assert not result.is_error
             with anyio.fail_after(5):
                 while "notifications/tools/list_changed" not in seen:
                     await anyio.sleep(0.01)
-            assert len((await client.list_tools()).tools) == len([t.name for t in core_app.tools])
+            assert len((await client.list_tools()).tools) == len(core_app.tools)
 
     anyio.run(scenario)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from conftest import make_settings, open_tools
-from ui_helpers import seed_all
+from support.ui_helpers import seed_all
 
 from vantage_peers.server import create_app
 from vantage_peers.settings import Settings

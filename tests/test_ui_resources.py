@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from ui_helpers import seed_all, structure
+from support.ui_helpers import seed_all, structure
 
 from vantage_peers.ui import render as R
 from vantage_peers.ui.resources import PRIMITIVES

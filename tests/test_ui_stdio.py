@@ -6,8 +6,8 @@ import os
 
 import anyio
 from mcp import Client, StdioServerParameters
+from support.ui_helpers import structure
 from test_stdio_e2e import _script
-from ui_helpers import structure
 
 from vantage_peers.ui import parse_tool_result
 

@@ -33,7 +33,6 @@ from . import calls, policy
 from .db import Database
 from .policy import Owns, RecordInfo
 from .settings import Settings
-from .validators import MAX_QUERY_BYTES, check_name, require_query, require_text  # noqa: F401 - moving to validators
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -68,6 +67,13 @@ class App:
         self.enabled_toolsets: set[str] = set()
         self._presence_lock = threading.Lock()
         self._presence_at: dict[str, float] = {}
+        # Per-App extension state: no module-level registry outlives an App.
+        # extensions: domain state keyed "domain.name" (see extension()); task_done_hooks run inside
+        # the completing transaction (on_task_done); concurrent_jobs skip the scheduler's lease.
+        self.extensions: dict[str, Any] = {}
+        self._extensions_lock = threading.Lock()
+        self.task_done_hooks: list[Callable[[Any, dict[str, Any]], None]] = []
+        self.concurrent_jobs: set[str] = set()
 
     # -- the current call -------------------------------------------------------------------------
     def actor(self):  # -> rbac.Actor
@@ -154,7 +160,28 @@ class App:
         if self.scheduler is not None:
             self.scheduler.wake(job)
 
-    # -- registration -------------------------------------------------------------------------------
+    def extension(self, key: str, factory: Callable[[], Any]) -> Any:
+        """This App's object under `key` ("domain.name"), made by `factory()` on first use (thread-safe)."""
+        with self._extensions_lock:
+            if key not in self.extensions:
+                self.extensions[key] = factory()
+            return self.extensions[key]
+
+    def on_task_done(self, fn: Callable[[Any, dict[str, Any]], None]) -> None:
+        """Call `fn(conn, task)` when a task becomes done, inside the completing transaction."""
+        if fn not in self.task_done_hooks:
+            self.task_done_hooks.append(fn)
+
+    def task_done(self, conn: Any, task: dict[str, Any]) -> None:
+        """Run this App's task-done hooks (the tasks domain passes this to its lifecycle functions)."""
+        for fn in list(self.task_done_hooks):
+            fn(conn, task)
+
+    def allow_concurrent(self, job: str) -> None:
+        """Let every process run the every-tick job `job` on each tick without the lease (scheduler.py)."""
+        self.concurrent_jobs.add(job)
+
+    # -- registration -----------------------------------------------------------------------
     def tool(self, kind: str, *, name: str | None = None, description: str | None = None,
              toolset: str | None = None, identity: str | None = None, identity_required: bool = True,
              subject: str | None = None,

@@ -31,3 +31,7 @@ def depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
 
 def depth_message(limit: int = MAX_DEPTH) -> str:
     return f"arguments are nested deeper than {limit} levels; send flatter values"
+
+# One content limit for every long free-text argument (memories, messages, diary, briefings,
+# components, fix patterns): 1 MiB of UTF-8. Messaging used 1,000,000 until #18.
+MAX_CONTENT_BYTES = 1_048_576

@@ -71,3 +71,14 @@ def require(actor: Actor | str | None, parties: Mapping[str, str | None] | Itera
     allowed = ", ".join(roles + [SYSTEM]) if roles else SYSTEM
     who = actor.identity or " / ".join(actor.acts_as or ()) or "this caller"
     raise Forbidden(f"{who} may not {action} {what}: only {allowed} may")
+
+
+def require_party(caller: Actor | str | None, parties: Iterable[str | None], *, action: str, role: str) -> None:
+    """`require` for rules phrased by role ("its lead orchestrator or creator"): the same check, the
+    refusal worded `<action>: only <role> (<names> or system) may do this`."""
+    actor = caller if isinstance(caller, Actor) else Actor(identity=caller)
+    allowed = list(dict.fromkeys(p for p in parties if p and p != SYSTEM))  # a lead who is also creator: once
+    if actor.is_party(allowed):
+        return
+    names = " or ".join(allowed + [SYSTEM])
+    raise Forbidden(f"{action}: only {role} ({names}) may do this; callerOrchestrator is {actor.identity}")

@@ -7,7 +7,7 @@ Domains add jobs with `app.add_job(name, fn, every_seconds=None, cron=None)`:
 
 Each job runs under a lease in the database, taken only if the job is due (one SQL statement),
 so when several processes share the file one of them runs a given job (except the every-tick
-jobs declared with `allow_concurrent`, whose effects are decided in SQL). The cadence lives in
+jobs declared with `App.allow_concurrent`, whose effects are decided in SQL). The cadence lives in
 `schedulerJobs.nextRunAt`, advanced only after a run succeeds: a job that raises is logged,
 recorded (`lastStatus='error'`) and retried on the next tick by whichever process gets there;
 it never stops the thread. A process killed mid-job leaves its lease to expire, then another
@@ -32,19 +32,6 @@ log = logging.getLogger("vantage_peers.scheduler")
 WAKE_DEBOUNCE_SECONDS = 0.2
 SCHEDULED_LEASE_MS = 300_000  # a job with a cadence may run this long before another process may take over
 _tick_time: contextvars.ContextVar[int | None] = contextvars.ContextVar("vp_tick_time", default=None)
-CONCURRENT: set[str] = set()  # every-tick jobs each process runs without the lease
-
-
-def allow_concurrent(name: str) -> None:
-    """Let every process run the every-tick job `name` on each of its ticks, without the lease.
-
-    For jobs whose every effect is decided in SQL (compare-and-set), such as firing recurring
-    tasks: there a lease adds nothing but a delay after a crash (a SIGKILLed holder keeps it until
-    it expires), and skipping it saves a write per tick. Cadenced jobs always take the lease.
-    """
-    CONCURRENT.add(name)
-
-
 def tick_now() -> int:
     """Now in Unix ms as the running scheduler tick sees it (its injected clock), else the wall clock."""
     value = _tick_time.get()
@@ -186,7 +173,7 @@ class Scheduler:
             started = self.clock()
             if schedule != "every tick" and not force and not self._maybe_due(name, schedule, started):
                 continue  # a read, so that N idle processes do not queue on the write lock every tick
-            concurrent = name in CONCURRENT and schedule == "every tick"
+            concurrent = name in self.app.concurrent_jobs and schedule == "every tick"
             if not concurrent and not self.app.db.write(lambda c, n=name, s=schedule, t=ttl, now=started: claim_job(
                     c, name=n, schedule=s, owner=self.owner, now=now, ttl_ms=t, force=force)):
                 continue

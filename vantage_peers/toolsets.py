@@ -107,7 +107,7 @@ def check_enabled(app: App, tool_name: str) -> None:
 def summary(app: App) -> list[dict[str, Any]]:
     out = []
     for name, about in TOOLSETS.items():
-        members = [t for t in [t.name for t in app.tools] if app.toolset_of.get(t) == name]
+        members = [t for t in (tool.name for tool in app.tools) if app.toolset_of.get(t) == name]
         if members or name == CORE:
             out.append({"name": name, "description": about, "enabled": name in app.enabled_toolsets,
                         "tools": members})
@@ -124,7 +124,7 @@ def register(app: App) -> None:
     def enable_toolset(name: str) -> dict[str, Any]:
         """Turn on a toolset (or `all`) for this session and send tools/list_changed; returns `{name, enabled, added}`."""
         wanted = name.strip().lower() if isinstance(name, str) else ""
-        names = [n for n in TOOLSETS if any(app.toolset_of.get(t) == n for t in [t.name for t in app.tools])]
+        names = [n for n in TOOLSETS if any(app.toolset_of.get(t.name) == n for t in app.tools)]
         if wanted != "all" and wanted not in TOOLSETS:
             from .arguments import nearest
 
@@ -132,8 +132,8 @@ def register(app: App) -> None:
             raise InvalidArgument(f"no toolset named {name!r}" + (f"; did you mean {near!r}?" if near else "")
                                   + f"; toolsets: all, {', '.join(names)}")
         targets = set(TOOLSETS) if wanted == "all" else {wanted}
-        added = [t for t in [t.name for t in app.tools]
-                 if app.toolset_of.get(t) in targets - app.enabled_toolsets]
+        added = [t.name for t in app.tools
+                 if app.toolset_of.get(t.name) in targets - app.enabled_toolsets]
         app.enabled_toolsets |= targets
         if added:
             app.tools_changed()

@@ -95,11 +95,6 @@ def insert_code(conn: Connection, *, code_hash: str, client_id: str, params: dic
                  (code_hash, client_id, json.dumps(params), expires_at))
 
 
-def get_code(conn: Connection, code_hash: str) -> dict[str, Any] | None:
-    """An unused code (expired ones too: the SDK reports expiry itself)."""
-    return conn.one("SELECT * FROM oauth_authorization_codes WHERE codeHash = ? AND usedAt IS NULL", (code_hash,))
-
-
 def consume_code(conn: Connection, code_hash: str, *, now: int) -> bool:
     return conn.execute("UPDATE oauth_authorization_codes SET usedAt = ? WHERE codeHash = ? AND usedAt IS NULL "
                         "AND expiresAt > ?", (now, code_hash, now)) == 1

@@ -57,11 +57,6 @@ def words_of(match: str) -> list[str]:
     return words[:MAX_TERMS]
 
 
-def terms_of(match: str) -> list[str]:
-    """The folded words of an FTS5 MATCH expression."""
-    return list(dict.fromkeys(fold(w) for w in words_of(match) if fold(w)))
-
-
 class Highlighter:
     """Snippets for one query's terms."""
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...db import Connection
+from ...db.table import Table
 from ...errors import NotFound
 from ...ids import now_ms
-from ...records import Table, require_party
+from ...rbac import require_party
 from ...search.fts import fts_query
+from ...search.keyword import keyword_docs
 
 NOTES = Table(
     name="briefingNotes", prefix="brf", label="briefing note",
@@ -80,6 +82,5 @@ def search_notes(conn: Connection, *, query: str, topic: str | None, limit: int)
     if topic is not None:
         where.append("d.topic = ?")
         params.append(topic)
-    return NOTES.search(
-        conn, fts="briefingNotes_fts", match=match, where=where, params=params, limit=limit, snippet_col=1
-    )
+    return keyword_docs(conn, fts="briefingNotes_fts", table=NOTES.name, match=match, where=where, params=params,
+                        limit=limit, snippet="content", shape=NOTES.doc)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...app import App
+from ...db.paging import Fields, check_fields, clamp_limit
+from ...envelope import cut
 from ...errors import InvalidArgument
-from ...paging import Fields, capped, check_fields, clamp_limit
-from ...records import MAX_CONTENT_BYTES, MAX_FIELD_BYTES, query_text, text, text_list
 from ...search.doctrine import with_doctrine
+from ...validators import MAX_CONTENT_BYTES, MAX_FIELD_BYTES, require_query, text, text_list
 from . import store
 
 # Spec §27.14: the VP-Sources doctrine follows these two descriptions verbatim.
@@ -104,9 +105,9 @@ def register(app: App) -> None:
     def search_briefing_notes_by_keyword(
         query: str, topic: str | None = None, limit: int | None = None
     ) -> dict[str, Any]:
-        words = query_text(query)
+        words = require_query(query)
         size = clamp_limit(limit)
-        return capped(db.read(lambda c: store.search_notes(c, query=words, topic=topic, limit=size)))
+        return cut(db.read(lambda c: store.search_notes(c, query=words, topic=topic, limit=size)))
 
     @app.tool("destructive", identity="callerOrchestrator")
     def delete_briefing_note(noteId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...db import Connection
+from ...db.table import Table
 from ...errors import Conflict
-from ...records import Table, require_party
+from ...rbac import require_party
 
 STATUSES = ("idea", "building", "live", "revenue")
 DEFAULT_MANAGEMENT_FEE = 10

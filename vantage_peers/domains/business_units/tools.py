@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ...app import App, check_name
+from ...app import App
+from ...db.paging import Fields
 from ...errors import InvalidArgument
-from ...paging import Fields
-from ...records import json_object, number, text, text_list
+from ...validators import check_name, json_object, number, text, text_list
 from . import store
 
 BuStatus = Literal["idea", "building", "live", "revenue"]

@@ -11,11 +11,13 @@ import hashlib
 from typing import Any
 
 from ...db import Connection
+from ...db.paging import equals
+from ...db.table import Table
 from ...errors import NotFound
 from ...ids import new_id, now_ms
-from ...paging import equals
-from ...records import Table, require_party
+from ...rbac import require_party
 from ...search.fts import fts_query
+from ...search.keyword import keyword_docs
 
 TYPES = ("agent", "skill", "hook", "plugin")
 COMPONENTS = Table(
@@ -144,6 +146,13 @@ def list_components(conn: Connection, *, type_: str | None, team: str | None, li
     return COMPONENTS.page(conn, filters={"type": type_, "team": team}, limit=limit, cursor=cursor, fields=fields)
 
 
+def _without_content(row: dict[str, Any]) -> dict[str, Any]:
+    """A search hit: the document without its (whole-file) content."""
+    doc = COMPONENTS.doc(row)
+    doc.pop("content", None)
+    return doc
+
+
 def search(conn: Connection, *, query: str, type_: str | None, limit: int) -> list[dict[str, Any]]:
     """Substring search over name and team: trigram FTS (BM25) for words of 3+ characters, else LIKE."""
     words = query.split()
@@ -153,8 +162,8 @@ def search(conn: Connection, *, query: str, type_: str | None, limit: int) -> li
         params.append(type_)
     match = fts_query(" ".join(w for w in words if len(w) >= 3))
     if match is not None and all(len(w) >= 3 for w in words):
-        return COMPONENTS.search(conn, fts="components_fts", match=match, where=where, params=params, limit=limit,
-                                 drop=("content",))
+        return keyword_docs(conn, fts="components_fts", table=COMPONENTS.name, match=match, where=where,
+                            params=params, limit=limit, shape=_without_content)
     clauses, args = list(where), list(params)
     for word in words[:32]:
         pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

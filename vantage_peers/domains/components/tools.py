@@ -7,9 +7,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from ...app import App
+from ...db.paging import Fields, clamp_limit
+from ...envelope import cut
 from ...errors import InvalidArgument
-from ...paging import Fields, capped, clamp_limit
-from ...records import MAX_CONTENT_BYTES, query_text, text
+from ...validators import MAX_CONTENT_BYTES, require_query, text
 from . import store
 
 ComponentType = Literal["agent", "skill", "hook", "plugin"]
@@ -128,6 +129,6 @@ def register(app: App) -> None:
     @app.tool("read")
     def search_components(query: str, type: ComponentType | None = None, limit: int | None = None) -> dict[str, Any]:
         """Find components whose name or team contains the words of `query`; items without `content`."""
-        words = query_text(query)
+        words = require_query(query)
         size = clamp_limit(limit)
-        return capped(db.read(lambda c: store.search(c, query=words, type_=type, limit=size)))
+        return cut(db.read(lambda c: store.search(c, query=words, type_=type, limit=size)))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...db import Connection, dumps
+from ...db.table import Table
+from ...envelope import fit_envelope
 from ...ids import new_id, now_ms
-from ...paging import fit_envelope
-from ...records import Table
 
 DIARY = Table(
     name="diary", prefix="dia", label="diary entry", json_cols=("highlights", "blockers"),

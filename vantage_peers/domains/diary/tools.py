@@ -7,9 +7,10 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from ...app import App
+from ...db.paging import Fields, clamp_limit
 from ...errors import InvalidArgument
-from ...paging import Fields, clamp_limit
-from ...records import MAX_CONTENT_BYTES, iso_date, require_party, text, text_list
+from ...rbac import require_party
+from ...validators import MAX_CONTENT_BYTES, iso_date, text, text_list
 from . import store
 
 

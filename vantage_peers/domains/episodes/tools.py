@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...app import App, require_query, require_text
+from ...app import App
+from ...db.paging import Fields, check_fields, clamp_limit
 from ...ids import now_ms
-from ...paging import Fields, check_fields, clamp_limit
+from ...validators import MAX_CONTENT_BYTES, check_choice, require_query, require_text
 from ..memory import search
 from ..memory import store as memories
-from ..memory.models import EPISODE_FIELDS, SEVERITIES, SeverityArg, check_choice
+from ..memory.models import EPISODE_FIELDS, SEVERITIES, SeverityArg
 from ..memory.services import services
 
 EPISODE = ["episode"]
@@ -54,11 +55,11 @@ def register(app: App) -> None:
         who = createdBy
         ns = memories.check_namespace(namespace)
         values = {"context": context, "goal": goal, "action": action, "outcome": outcome, "insight": insight}
-        payload = {name: require_text(values[name], name, max_bytes=memories.MAX_CONTENT_BYTES)
+        payload = {name: require_text(values[name], name, max_bytes=MAX_CONTENT_BYTES)
                    for name in EPISODE_FIELDS}
         payload["severity"] = check_choice(severity, "severity", SEVERITIES)
         content = memories.render_episode(payload)
-        require_text(content, "episode", max_bytes=memories.MAX_CONTENT_BYTES)
+        require_text(content, "episode", max_bytes=MAX_CONTENT_BYTES)
         result = db.write(lambda c: memories.store_memory(
             c, namespace=ns, type="episode", content=content, created_by=who, episode=payload))
         app.wake("embeddings")

@@ -16,10 +16,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...db import Connection, Row
-from ...paging import fit_search
-from ...search import budget, vectors
+from ...db.paging import equals
+from ...envelope import cut
+from ...search import vectors
 from ...search.fts import fts_query
 from ...search.fusion import convex, fused_docs
+from ...search.keyword import keyword_rows
 from ...search.snippets import add_snippets
 from .embedding import VEC
 from .store import pattern_doc
@@ -27,7 +29,7 @@ from .store import pattern_doc
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 200
 FTS = "fixPatterns_fts"
-WEIGHTS = "2.0, 1.0, 1.0, 0.5"  # symptom, rootCause, tags, stack
+WEIGHTS = (2.0, 1.0, 1.0, 0.5)  # symptom, rootCause, tags, stack
 
 
 def depth_for(limit: int) -> int:
@@ -40,17 +42,9 @@ def keyword_hits(conn: Connection, *, query: str, project: str | None, limit: in
     words = fts_query(query, mode="or")
     if words is None:
         return []
-    where, params = [f"{FTS} MATCH ?"], [words]
-    if project is not None:
-        where.append("p.sourceProject = ?")
-        params.append(project)
-    return budget.query(
-        conn,
-        f"SELECT p.*, bm25({FTS}, {WEIGHTS}) AS rank "
-        f"FROM {FTS} JOIN fixPatterns p ON p.seq = {FTS}.rowid WHERE {' AND '.join(where)} "
-        "ORDER BY rank, p.id LIMIT ?",
-        [*params, limit],
-    )
+    where, params = equals([("d.sourceProject", project)])
+    return keyword_rows(conn, fts=FTS, table="fixPatterns", match=words, where=where, params=params, limit=limit,
+                        weights=WEIGHTS)
 
 
 def vector_hits(conn: Connection, vector: Sequence[float], *, project: str | None, k: int) -> list[tuple[int, float]]:
@@ -99,4 +93,4 @@ def search(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
         items = lite(items)
     envelope: dict[str, Any] = {"mode": "hybrid"} if vector is not None else {
         "mode": "keyword", "reason": reason or "no query embedding"}
-    return fit_search(items, envelope)
+    return cut(items, envelope)

@@ -12,9 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ...db import Connection, Row, dumps, loads
+from ...db.paging import equals, keyset_page, to_doc
+from ...envelope import fit_envelope
 from ...errors import InvalidArgument, NotFound
 from ...ids import new_id, now_ms
-from ...paging import equals, fit_envelope, keyset_page, to_doc
 
 SEVERITIES = ("critical", "major", "minor")
 JSON_COLS = ("files", "tags", "stack", "linkedIssueIds")
@@ -131,20 +132,18 @@ def validate(conn: Connection, *, pattern_id: str, validated_fix: str, validated
     return pattern_doc(row)  # type: ignore[arg-type]
 
 
-# fn(conn, pattern_id, issue_id, now): the GitHub domain records the pattern on the issue row.
-_issue_side: list[Callable[[Connection, str, str, int], None]] = []
+# fn(conn, pattern_id, issue_id, now): the GitHub domain records the pattern on the issue row. It sets
+# `app.extensions[ISSUE_SIDE]` (per App, #18); link_issue_to_pattern passes it to link_issue.
+IssueSide = Callable[[Connection, str, str, int], None]
+ISSUE_SIDE = "fix_patterns.issue_side"
 
 
-def register_issue_side(fn: Callable[[Connection, str, str, int], None]) -> None:
-    if fn not in _issue_side:
-        _issue_side.append(fn)
-
-
-def link_issue(conn: Connection, *, pattern_id: str, issue_id: str, now: int | None = None) -> dict[str, Any]:
+def link_issue(conn: Connection, *, pattern_id: str, issue_id: str, now: int | None = None,
+               issue_side: IssueSide | None = None) -> dict[str, Any]:
     """Append `issue_id` to the pattern's `linkedIssueIds` unless it is there already (idempotent).
 
     The issue side (the pattern on the issue row, when that issue is tracked) is recorded by the
-    functions registered with `register_issue_side`, in the same transaction.
+    `issue_side` (the GitHub domain's, when this App has it), in the same transaction.
     """
     now = now if now is not None else now_ms()
     row = conn.one(
@@ -159,8 +158,8 @@ def link_issue(conn: Connection, *, pattern_id: str, issue_id: str, now: int | N
         row = _require(conn, pattern_id)
         if issue_id not in _id_list(row["linkedIssueIds"]):
             raise InvalidArgument(f"fix pattern {pattern_id} already links {MAX_LINKED_ISSUES} issues, the maximum")
-    for fn in list(_issue_side):
-        fn(conn, pattern_id, issue_id, now)
+    if issue_side is not None:
+        issue_side(conn, pattern_id, issue_id, now)
     return {"patternId": pattern_id, "issueId": issue_id, "added": added,
             "linkedIssueIds": _id_list(row["linkedIssueIds"])}
 

@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import StrictBool
 
-from ...app import App, require_query
+from ...app import App
+from ...db.paging import Fields, check_fields, clamp_limit
 from ...ids import now_ms
-from ...paging import Fields, check_fields, clamp_limit
-from ...records import MAX_CONTENT_BYTES, text, text_list
+from ...validators import MAX_CONTENT_BYTES, require_query, text, text_list
 from ..memory.services import services
 from . import search, store
 from .embedding import VEC
@@ -128,4 +128,5 @@ def register(app: App) -> None:
         """Link an issue (e.g. "owner/repo#282") to a fix pattern, once; returns `{added, linkedIssueIds}`."""
         issue = _name(issueId, "issueId")
         now = now_ms()
-        return db.write(lambda c: store.link_issue(c, pattern_id=patternId, issue_id=issue, now=now))
+        side = app.extensions.get(store.ISSUE_SIDE)
+        return db.write(lambda c: store.link_issue(c, pattern_id=patternId, issue_id=issue, now=now, issue_side=side))

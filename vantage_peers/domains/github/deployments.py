@@ -6,9 +6,9 @@ import hashlib
 from typing import Any
 
 from ...db import Connection, Row
+from ...db.paging import equals, keyset_page, to_doc
 from ...errors import NotFound
 from ...ids import new_id, now_ms
-from ...paging import equals, keyset_page, to_doc
 from . import outbox
 
 DEPLOYMENT_HIDDEN = ("leaseOwner", "leaseUntil")

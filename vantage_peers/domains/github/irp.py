@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import re
-import weakref
+from collections.abc import Callable
 from typing import Any
 
 from ...db import Connection, Row, loads
@@ -30,15 +30,6 @@ COMMENTS = {
 }
 # /docs/infrastructure/signatures: the team suffix per orchestrator.
 TEAM_ROLES = {"pi": "Lead", "sigma": "Infra", "omega": "Dev", "tau": "Frontend", "phi": "Product", "zeta": "Dev"}
-# Apps of this process whose scheduler should send a comment queued by complete_task soon (a hint:
-# the seam passes no app; without a wake the comment goes out on the next tick).
-_apps: weakref.WeakSet = weakref.WeakSet()
-
-
-def watch(app: Any) -> None:
-    _apps.add(app)
-
-
 def signature(conn: Connection, orchestrator: str, now: int) -> str:
     """`Orchestrator: Sigma — VantageOS Team Infra | 2026-04-06 14:32` (UTC)."""
     role = TEAM_ROLES.get(orchestrator.lower())
@@ -95,8 +86,13 @@ def start_irp(conn: Connection, *, issue: Row, mapping: Row, now: int) -> dict[s
     return {"missionId": mission_id, "commentQueued": comment is not None, "taskIds": task_ids}
 
 
-def on_task_completed(conn: Connection, task: dict[str, Any], numbers: list[int], mapping: dict[str, Any]) -> None:
-    """The `issue_links` seam: runs inside complete_task's transaction (nothing is sent from here)."""
+def on_task_completed(conn: Connection, task: dict[str, Any], numbers: list[int], mapping: dict[str, Any], *,
+                      wake: Callable[[str], None] | None = None) -> None:
+    """The `issue_links` seam: runs inside complete_task's transaction (nothing is sent from here).
+
+    `wake` is the completing App's `app.wake`: its scheduler sends a queued comment soon (a hint;
+    without it the comment goes out on the next tick).
+    """
     now = now_ms()
     repo = mapping["repo"]
     for number in numbers:
@@ -105,10 +101,10 @@ def on_task_completed(conn: Connection, task: dict[str, Any], numbers: list[int]
     m = STEP_TITLE.match(task.get("title") or "")
     if m and int(m.group(1)) in numbers and int(m.group(2)) in (6, 8, 11):
         step = int(m.group(2))
-        if queue_comment(conn, repo=repo, number=int(m.group(1)), step=step, orchestrator=mapping["orchestrator"],
-                         now=now):
-            for app in list(_apps):
-                app.wake("github.outbox")  # debounced by the scheduler, so this transaction commits first
+        queued = queue_comment(conn, repo=repo, number=int(m.group(1)), step=step,
+                               orchestrator=mapping["orchestrator"], now=now)
+        if queued and wake is not None:
+            wake("github.outbox")  # debounced by the scheduler, so this transaction commits first
         shas = issues.SHA.findall(task.get("completionNote") or "")
         if step == 11 and shas:  # "Fixed and deployed to production": the mapping's last deployed commit
             conn.execute("UPDATE githubRepoMapping SET lastDeployedSHA = ?, lastDeployedAt = ?, updatedAt = ? "

@@ -11,9 +11,10 @@ import re
 from typing import Any
 
 from ...db import Connection, Row, dumps
+from ...db.paging import clamp_limit, decode_cursor, encode_cursor, project, to_doc
+from ...envelope import fit_envelope
 from ...errors import InvalidState, NotFound
 from ...ids import new_id, now_ms
-from ...paging import clamp_limit, decode_cursor, encode_cursor, fit_envelope, project, to_doc
 from .common import ISSUE_STATUSES
 
 ISSUE_LITE = ("_id", "_creationTime", "repo", "issueNumber", "title", "status", "project")
@@ -181,7 +182,7 @@ def link_pattern(conn: Connection, pattern_id: str, issue_ref: str, now: int) ->
 def list_issues(conn: Connection, *, project_name: str | None, status: str | None, limit: int | None,
                 cursor: str | None, fields: str | None) -> dict[str, Any]:
     """`{count, issues, nextCursor?}` (spec §16): newest first; `count` = rows on this page."""
-    from ...paging import check_fields
+    from ...db.paging import check_fields
 
     fields = check_fields(fields)
     size = clamp_limit(limit)

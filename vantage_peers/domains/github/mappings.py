@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...db import Connection, Row
+from ...db.paging import keyset_page, to_doc
 from ...ids import new_id, now_ms
-from ...paging import keyset_page, to_doc
 
 MAPPING_LITE = ("_id", "_creationTime", "repo", "orchestrator", "project")
 

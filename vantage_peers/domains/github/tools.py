@@ -11,11 +11,12 @@ import re
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-from ...app import App, check_name
+from ...app import App
+from ...db.paging import Fields
 from ...errors import InvalidArgument
 from ...ids import now_ms
-from ...paging import Fields
 from ...policy import Owns, row_loader
+from ...validators import check_name
 from ..fix_patterns import store as fix_patterns
 from ..tasks import issue_links
 from . import deployments, irp, issues, mappings, monitors, webhook
@@ -46,9 +47,11 @@ def register(app: App) -> None:
     db = app.db
     # A mapping written without an identity (or seeded) has no creator: only master/system may change it.
     app.add_record("repo mapping", row_loader("githubRepoMapping", "repo", {"creator": "createdBy"}))
-    issue_links.register_issue_linker(irp.on_task_completed)
-    irp.watch(app)
-    fix_patterns.register_issue_side(issues.link_pattern)
+    # Per-App hooks (#18): a done task's `#NNN` title links the issue (and wakes this App's outbox);
+    # a fix pattern linked to an issue is recorded on the issue row (link_issue_to_pattern passes it).
+    app.on_task_done(lambda conn, task: issue_links.link_issues_on_completion(
+        conn, task, lambda c, t, numbers, mapping: irp.on_task_completed(c, t, numbers, mapping, wake=app.wake)))
+    app.extensions[fix_patterns.ISSUE_SIDE] = issues.link_pattern
     app.add_route(webhook.make_route(app))
     sender = Sender(app)
     app.add_job("github.outbox", sender.run)

@@ -12,9 +12,9 @@ from urllib.parse import urlsplit
 import apsw
 
 from ...db import Connection
+from ...db.paging import to_doc
 from ...errors import Conflict, InvalidArgument
 from ...ids import new_id, now_ms
-from ...paging import to_doc
 
 MAX_ID_CHARS = 200
 MAX_ORIGIN_CHARS = 2048

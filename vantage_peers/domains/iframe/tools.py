@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...app import App, check_name
+from ...app import App
 from ...errors import InvalidArgument
 from ...ids import now_ms
 from ...policy import Owns, row_loader
+from ...validators import check_name
 from . import store
 
 CLEANUP_EVERY_SECONDS = 3600

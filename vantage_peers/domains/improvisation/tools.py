@@ -6,7 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...app import App, check_name
+from ...app import App
+from ...validators import check_name
 from . import store
 
 

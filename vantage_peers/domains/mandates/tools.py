@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ...app import App, check_name
+from ...app import App
+from ...db.paging import Fields
 from ...errors import InvalidArgument
-from ...paging import Fields
-from ...records import number, text, text_list
+from ...validators import check_name, number, text, text_list
 from . import store
 
 MandateStatus = Literal["requested", "accepted", "in_progress", "delivered", "settled"]

@@ -1,17 +1,17 @@
 """Argument models and enums for memories and episodes.
 
 Enum-valued arguments are declared as strings whose JSON schema carries the `enum`, and are
-checked in `check_choice`: agents see the allowed values in `tools/list`, and a wrong value gets
+checked with `validators.check_choice`: agents see the allowed values in `tools/list`, and a wrong value gets
 `INVALID_ARGUMENT: type must be one of …` instead of a raw validation dump.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
-from ...errors import InvalidArgument
+from ...validators import check_choice
 
 # Spec §1.22: the union of both documented sets.
 MEMORY_TYPES = ("user", "feedback", "project", "reference", "episode", "fact", "decision", "architecture",
@@ -40,12 +40,6 @@ TypeFilterArg = Annotated[
         "description": "Only this memory type, or a list of them",
     }),
 ]
-
-
-def check_choice(value: Any, field: str, allowed: tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise InvalidArgument(f"{field} must be one of {', '.join(allowed)}; got {value!r}")
-    return value
 
 
 def check_types(value: str | list[str] | None, field: str = "type") -> list[str] | None:

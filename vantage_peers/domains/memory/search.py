@@ -18,10 +18,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...db import Connection, Row
-from ...paging import fit_search
-from ...search import budget, vectors
+from ...envelope import cut
+from ...search import vectors
 from ...search.fts import MAX_TOKENS, fts_query, query_tokens, ranked
 from ...search.fusion import convex, fused_docs
+from ...search.keyword import keyword_rows
 from ...search.snippets import add_snippets as snippets_for
 from ...search.vectors import Scope
 from .store import LIVE, PREVIEW_CHARS, memory_doc, scope_sql
@@ -88,15 +89,10 @@ def keyword_hits(conn: Connection, *, query: str, scope: Scope | None, types: Se
     match = fts_match(query, scope, mode)
     if match is None:
         return []
-    where, params = _filters(scope, types, include_superseded, now)
-    columns = "m.seq AS seq" if candidates else "m.*"
-    rows = budget.query(
-        conn,
-        f"SELECT {columns}, bm25(memories_fts, 1.0, 0.0) AS rank "
-        "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND {' AND '.join(where)} ORDER BY rank LIMIT ?",
-        [match, *params, limit],
-    )
+    where, params = _filters(scope, types, include_superseded, now, alias="d")
+    columns = "d.seq AS seq" if candidates else "d.*"
+    rows = keyword_rows(conn, fts="memories_fts", table="memories", match=match, where=where, params=params,
+                        limit=limit, weights=(1.0, 0.0), columns=columns)
     if not candidates:
         snippets_for(rows, match, "content")  # bounded cost in Python (search/snippets.py), not FTS5 snippet()
     return rows
@@ -120,7 +116,7 @@ def _finish(items: list[dict[str, Any]], envelope: dict[str, Any], fields: str =
         items = lite(items)
     if query_tokens(envelope.pop("_query", "")) > MAX_TOKENS:
         envelope["queryTruncated"] = f"only the first {MAX_TOKENS} words of the query were searched"
-    return fit_search(items, {k: v for k, v in envelope.items() if k != "items"})
+    return cut(items, {k: v for k, v in envelope.items() if k != "items"})
 
 
 def text_search(conn: Connection, *, query: str, scope: Scope | None, types: Sequence[str] | None,

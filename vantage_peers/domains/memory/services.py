@@ -13,7 +13,6 @@ import os
 import threading
 import time
 import uuid
-import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -77,13 +76,6 @@ class MemoryServices:
         return vector, None
 
 
-_services: weakref.WeakKeyDictionary[Any, MemoryServices] = weakref.WeakKeyDictionary()
-_services_lock = threading.Lock()
-
-
 def services(app: Any) -> MemoryServices:
-    with _services_lock:
-        found = _services.get(app)
-        if found is None:
-            found = _services[app] = MemoryServices(app.settings)
-        return found
+    """This App's embedding services (one per App: its settings, its cache and circuit state)."""
+    return app.extension("memory.services", lambda: MemoryServices(app.settings))

@@ -10,14 +10,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ...db import Connection, Row, dumps
+from ...db.paging import keyset_page, to_doc
 from ...errors import InvalidArgument, NotFound
 from ...ids import new_id, now_ms
-from ...paging import keyset_page, to_doc
 from ...scopes import sql_filter
 from ...search.vectors import Scope
 from .models import EPISODE_FIELDS
 
-MAX_CONTENT_BYTES = 1_048_576  # the original's 1 MiB document limit
 MAX_NAMESPACE_CHARS = 200
 MAX_RELATIONS = 100
 PREVIEW_CHARS = 160

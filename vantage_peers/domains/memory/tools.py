@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...app import App, require_query, require_text
+from ...app import App
+from ...db.paging import Fields, check_fields, clamp_limit
 from ...errors import InvalidArgument
 from ...ids import now_ms
-from ...paging import Fields, check_fields, clamp_limit
 from ...policy import row_loader
 from ...search.doctrine import with_doctrine
+from ...validators import MAX_CONTENT_BYTES, check_choice, require_query, require_text
 from . import indexer, search, store
 from .models import (
     MEMORY_TYPES,
@@ -19,7 +20,6 @@ from .models import (
     MemoryTypeArg,
     Relation,
     TypeFilterArg,
-    check_choice,
     check_types,
 )
 from .services import services
@@ -45,7 +45,7 @@ def _episode(value: Episode | None) -> dict[str, Any] | None:
         return None
     data = value.model_dump(exclude_none=True)
     for name in ("context", "goal", "action", "outcome", "insight"):
-        require_text(data[name], f"episode.{name}", max_bytes=store.MAX_CONTENT_BYTES)
+        require_text(data[name], f"episode.{name}", max_bytes=MAX_CONTENT_BYTES)
     if "severity" in data:
         check_choice(data["severity"], "episode.severity", SEVERITIES)
     return data
@@ -94,7 +94,7 @@ def register(app: App) -> None:
         who = createdBy
         ns = store.check_namespace(namespace)
         kind = check_choice(type, "type", MEMORY_TYPES)
-        text = require_text(content, "content", max_bytes=store.MAX_CONTENT_BYTES)
+        text = require_text(content, "content", max_bytes=MAX_CONTENT_BYTES)
         edges = [r.model_dump() for r in (relations or [])] + ([relatesTo.model_dump()] if relatesTo else [])
         for i, edge in enumerate(edges):
             require_text(edge["targetId"], f"relations[{i}].targetId", max_bytes=200)

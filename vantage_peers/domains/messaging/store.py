@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...db import Connection, Row
+from ...db.paging import equals, keyset_page, to_doc
+from ...envelope import ENVELOPE_TARGET_BYTES
 from ...ids import new_id, now_ms
-from ...paging import ENVELOPE_TARGET_BYTES, equals, keyset_page, to_doc
-from ...search import budget
-from ...search.fts import fts_query, ranked
-from ...search.snippets import add_snippets
+from ...search.fts import fts_query
+from ...search.keyword import keyword_docs
 from ..profiles import store as profiles
 
 BROADCAST = "broadcast"
@@ -110,7 +110,7 @@ def check_messages(
     for row in rows:
         if out and budget <= 0:
             break
-        budget -= len(row["content"] or "")  # the big part; fit_list in the tool makes the exact cut
+        budget -= len(row["content"] or "")  # the big part; envelope.cut in the tool makes the exact cut
         item: dict[str, Any] = {"receiptId": row["receiptId"], "messageId": row["messageId"], "from": row["sender"]}
         for key in ("fromInstanceId", "channel", "content", "createdAt", "sessionDay", "tenantId",
                     "recipientInstanceId"):
@@ -197,19 +197,6 @@ def search_messages(
     match = fts_query(query)
     if match is None:
         return []
-    clauses, args = ["messages_fts MATCH ?"], [match]
-    if sender is not None:
-        clauses.append("m.sender = ?")
-        args.append(sender)
-    if channel is not None:
-        clauses.append("m.channel = ?")
-        args.append(channel)
-    rows = budget.query(
-        conn,
-        "SELECT m.*, bm25(messages_fts) AS rank "
-        "FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid "
-        f"WHERE {' AND '.join(clauses)} ORDER BY rank LIMIT ?",
-        [*args, limit],
-    )
-    add_snippets(rows, match, "content")
-    return ranked(rows, message_doc)
+    where, params = equals([("d.sender", sender), ("d.channel", channel)])
+    return keyword_docs(conn, fts="messages_fts", table="messages", match=match, where=where, params=params,
+                        limit=limit, snippet="content", shape=message_doc)

@@ -6,14 +6,14 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...app import App, check_name, require_query, require_text
+from ...app import App
+from ...db.paging import Fields, clamp_limit
+from ...envelope import cut
 from ...errors import InvalidArgument, NotFound
-from ...paging import Fields, capped, clamp_limit, fit_list
 from ...policy import Owns, row_loader
+from ...validators import MAX_CONTENT_BYTES, check_name, require_query, require_text
 from ..profiles import store as profiles_store
 from . import store
-
-MAX_CONTENT_BYTES = 1_000_000
 
 
 def register(app: App) -> None:
@@ -76,11 +76,11 @@ def register(app: App) -> None:
         who = recipient
         inst = recipientInstanceId
         size = clamp_limit(limit, store.CHECK_DEFAULT_LIMIT, store.CHECK_MAX_LIMIT)
-        return fit_list(db.read(
+        return cut(db.read(
             lambda c: store.check_messages(
                 c, recipient=who, recipient_instance_id=inst, tenant_id=tenantId, since=since, limit=size
             )
-        ))
+        ))["items"]
 
     @app.tool("idempotent", owns=Owns("receipt", "receiptIds", ("recipient",), action="mark read"))
     def mark_as_read(receiptIds: Annotated[list[str], Field(max_length=10_000)]) -> int:
@@ -139,5 +139,5 @@ def register(app: App) -> None:
         """Search message content by keyword (every word must match); best first, each with a `snippet`."""
         size = clamp_limit(limit)
         query = require_query(query)
-        return capped(db.read(lambda c: store.search_messages(c, query=query, limit=size, sender=from_,
+        return cut(db.read(lambda c: store.search_messages(c, query=query, limit=size, sender=from_,
                                                               channel=channel)))

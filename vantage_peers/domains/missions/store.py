@@ -7,9 +7,9 @@ from typing import Any
 
 from ... import rbac
 from ...db import Connection, Row, dumps
+from ...db.paging import equals, keyset_page, to_doc
 from ...errors import InvalidArgument, InvalidState, NotFound
 from ...ids import new_id, now_ms
-from ...paging import equals, keyset_page, to_doc
 from ..tasks.rules import MISSION_LITE, status_sql
 
 SIMPLE_FIELDS = ("name", "description", "project", "priority", "pilot", "brief", "startDate", "targetDate",

@@ -6,11 +6,13 @@ from typing import Annotated, Any
 
 from pydantic import Field, WithJsonSchema
 
-from ...app import App, check_name, require_text
+from ...app import App
 from ...db import Connection
+from ...db.paging import Fields
+from ...envelope import fit_envelope
 from ...errors import InvalidArgument
-from ...paging import Fields, fit_envelope
 from ...policy import Owns, row_loader
+from ...validators import check_name, require_text
 from ..tasks import store as tasks
 from ..tasks.rules import MISSION_ALIASES, MISSION_STATUSES, PRIORITIES, resolve_status_filter
 from . import store

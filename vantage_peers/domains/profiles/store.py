@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...db import Connection, dumps, loads
+from ...db.paging import keyset_page
 from ...ids import new_id, now_ms
-from ...paging import keyset_page
 
 PEER_LITE = ("_id", "_creationTime", "id", "orchestratorId", "instanceId", "summary", "lastSeen")
 

@@ -6,8 +6,9 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...app import App, require_text
-from ...paging import Fields
+from ...app import App
+from ...db.paging import Fields
+from ...validators import require_text
 from . import store
 from .models import DynamicProfile, StaticProfile
 

@@ -19,12 +19,13 @@ from typing import Any
 
 from ... import cron, rbac
 from ...db import Connection, Database, Row
+from ...db.paging import equals, keyset_page, to_doc
 from ...errors import InvalidArgument, NotFound
 from ...ids import new_id, now_ms
-from ...paging import equals, keyset_page, to_doc
+from ...validators import Checker
 from ..tasks import store as tasks_store
 from ..tasks.rules import PRIORITIES
-from ..tasks.validation import DESCRIPTION_MAX_BYTES, TITLE_MAX_BYTES, Checker, raise_failures
+from ..tasks.validation import DESCRIPTION_MAX_BYTES, TITLE_MAX_BYTES, raise_failures
 
 log = logging.getLogger("vantage_peers.recurring")
 

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from ...app import App
-from ...paging import Fields
-from ...scheduler import allow_concurrent, tick_now
+from ...db.paging import Fields
+from ...scheduler import tick_now
 from . import store
 
 Cron = Annotated[str, Field(description="Standard 5-field cron 'minute hour day-of-month month day-of-week', "
@@ -24,7 +24,7 @@ def register(app: App) -> None:
     # Every tick, in every process: a due template fires within one tick of its time while any
     # server runs, even just after another was killed. Compare-and-set makes concurrent ticks safe.
     app.add_job(JOB, lambda: store.fire_due(db, now=tick_now()))
-    allow_concurrent(JOB)
+    app.allow_concurrent(JOB)
 
     @app.tool("write", identity="createdBy", identity_required=False, idempotent=True)
     def create_recurring_task(

@@ -1,9 +1,10 @@
 """The seam between task completion and GitHub issues.
 
 Completing a task whose title holds `#NNN` links it to issue NNN of the repo mapped to the task's
-project. The GitHub domain (issues, repo mappings) is not part of this package: it plugs in by
-calling `register_issue_linker(fn)` from its own `register(app)`. Until one is registered, or when
-no mapping table / mapping row exists, completion does nothing here (no fake links).
+project. The GitHub domain (issues, repo mappings) is not part of this package: it plugs in per App
+with `app.on_task_done(...)` from its own `register(app)`, calling `link_issues_on_completion` with
+its linker; the task lifecycle runs `app.task_done` (passed as `on_done`). Without that hook, or
+when no mapping table / mapping row exists, completion does nothing here (no fake links).
 """
 
 from __future__ import annotations
@@ -16,15 +17,11 @@ from ...db import Connection
 
 # fn(conn, task, issue_numbers, mapping_row) runs inside the completing transaction.
 IssueLinker = Callable[[Connection, dict[str, Any], list[int], dict[str, Any]], None]
-_linkers: list[IssueLinker] = []
+# fn(conn, done_task): what the lifecycle calls when a task becomes done (an App passes `app.task_done`).
+TaskDone = Callable[[Connection, dict[str, Any]], None]
 
 ISSUE_REF = re.compile(r"#(\d{1,9})\b")
 MAPPING_TABLE = "githubRepoMapping"  # spec 1.18
-
-
-def register_issue_linker(fn: IssueLinker) -> None:
-    if fn not in _linkers:
-        _linkers.append(fn)
 
 
 def issue_numbers(title: str) -> list[int]:
@@ -42,12 +39,15 @@ def repo_mapping_for(conn: Connection, project: str | None) -> dict[str, Any] | 
     return conn.one(f"SELECT * FROM {MAPPING_TABLE} WHERE project = ?{active} LIMIT 1", (project,))
 
 
-def link_issues_on_completion(conn: Connection, task: dict[str, Any]) -> None:
+def link_issues_on_completion(conn: Connection, task: dict[str, Any], linker: IssueLinker) -> None:
+    """Hand a done task's `#NNN` title references and its project's repo mapping to `linker`.
+
+    Registered per App by the GitHub domain through `app.on_task_done` (no module registry).
+    """
     numbers = issue_numbers(task.get("title") or "")
     if not numbers:
         return
     mapping = repo_mapping_for(conn, task.get("project"))
     if mapping is None:
         return
-    for fn in list(_linkers):
-        fn(conn, task, numbers, mapping)
+    linker(conn, task, numbers, mapping)

@@ -12,14 +12,14 @@ from typing import Any
 
 from ...db import Connection, dumps
 from ...errors import InvalidArgument, InvalidState
+from ...validators import Checker
 from ..missions import store as missions
 from . import segments
-from .issue_links import link_issues_on_completion
+from .issue_links import TaskDone
 from .rules import SYSTEM, TERMINAL_TASK, authorize
 from .store import apply_fields, require_task
 from .validation import (
     REASON_MAX_BYTES,
-    Checker,
     check_references,
     completion_failures,
     raise_failures,
@@ -49,9 +49,10 @@ def _run(conn: Connection, task: Mapping[str, Any], who: str | None, now: int) -
 
 
 def finish(conn: Connection, task: Mapping[str, Any], *, note: str, now: int,
-           actual_minutes: float | None = None, completed_at: int | None = None) -> None:
+           actual_minutes: float | None = None, completed_at: int | None = None,
+           on_done: TaskDone | None = None) -> None:
     """Make `task` done: close its segment, compute actualMinutes, then complete its mission if
-    every task is done and hand `#NNN` titles to the issue-link seam. `completed_at` is an explicit
+    every task is done and run `on_done(conn, task)` (the App's task-done hooks: `app.task_done`). `completed_at` is an explicit
     completedAt given with update_task (default: now)."""
     segments.close_segment(conn, task_id=task["id"], now=now)
     total, count = segments.worked_ms(conn, task_id=task["id"])
@@ -68,7 +69,8 @@ def finish(conn: Connection, task: Mapping[str, Any], *, note: str, now: int,
         (completed_at or now, note, actual_minutes, source, now, task["id"]),
     )
     missions.complete_if_all_done(conn, task.get("missionId"), now)
-    link_issues_on_completion(conn, {**task, "status": "done", "completionNote": note})
+    if on_done is not None:
+        on_done(conn, {**task, "status": "done", "completionNote": note})
 
 
 def start_task(conn: Connection, *, task_id: str, caller: str | None, now: int) -> None:
@@ -111,10 +113,10 @@ def resume_task(conn: Connection, *, task_id: str, caller: str | None, now: int)
 
 
 def complete_task(conn: Connection, *, task_id: str, note: Any, caller: str | None, now: int,
-                  max_minutes: int) -> None:
+                  max_minutes: int, on_done: TaskDone | None = None) -> None:
     task = require_task(conn, task_id)
     raise_failures(completion_failures(conn, task, note, caller=caller, now=now, max_minutes=max_minutes))
-    finish(conn, task, note=note, now=now)
+    finish(conn, task, note=note, now=now, on_done=on_done)
 
 
 def block_task(conn: Connection, *, task_id: str, reason: Any, caller: str | None, now: int) -> None:
@@ -147,7 +149,7 @@ def add_dependency(conn: Connection, *, task_id: str, depends_on: Any, caller: s
 
 
 def update_task(conn: Connection, *, task_id: str, payload: Mapping[str, Any], now: int,
-                max_minutes: int) -> None:
+                max_minutes: int, on_done: TaskDone | None = None) -> None:
     """Partial update; a status change follows the lifecycle (segments, pause marker, completion)."""
     before = require_task(conn, task_id)
     raise_failures(update_failures(conn, before, payload, now=now, max_minutes=max_minutes))
@@ -158,7 +160,7 @@ def update_task(conn: Connection, *, task_id: str, payload: Mapping[str, Any], n
         task = require_task(conn, task_id)
         if status == "done":
             finish(conn, task, note=task["completionNote"], now=now, actual_minutes=payload.get("actualMinutes"),
-                   completed_at=payload.get("completedAt"))
+                   completed_at=payload.get("completedAt"), on_done=on_done)
         elif status == "in_progress":
             _run(conn, task, None, now)
         else:

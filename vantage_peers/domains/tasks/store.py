@@ -6,13 +6,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...db import Connection, Row, dumps
+from ...db.paging import equals, keyset_page, to_doc
 from ...errors import NotFound
 from ...ids import new_id, now_ms
-from ...paging import equals, keyset_page, to_doc
 from ...rbac import require
-from ...search import budget
-from ...search.fts import fts_query, ranked
-from ...search.snippets import add_snippets
+from ...search.fts import fts_query
+from ...search.keyword import keyword_docs
 from ..missions import store as missions
 from . import segments
 from .rules import AUTO_GENERATED_SQL, OPEN_STATUSES, TASK_LITE, status_sql
@@ -165,13 +164,5 @@ def search_tasks(conn: Connection, *, query: str, limit: int, **filters: Any) ->
         return []
     where, params = task_filters(**filters)
     # Filters run inside a subquery on `tasks` alone: `title` would be ambiguous next to tasks_fts.
-    inner = "SELECT * FROM tasks" + (" WHERE " + " AND ".join(f"({c})" for c in where) if where else "")
-    rows = budget.query(
-        conn,
-        "SELECT t.*, bm25(tasks_fts, 4.0, 1.0) AS rank "
-        f"FROM tasks_fts JOIN ({inner}) t ON t.seq = tasks_fts.rowid "
-        "WHERE tasks_fts MATCH ? ORDER BY rank LIMIT ?",
-        [*params, match, limit],
-    )
-    add_snippets(rows, match, "title")
-    return ranked(rows, task_doc)
+    return keyword_docs(conn, fts="tasks_fts", table="tasks", match=match, limit=limit, inner_where=where,
+                        inner_params=params, weights=(4.0, 1.0), snippet="title", shape=task_doc)

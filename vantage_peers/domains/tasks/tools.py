@@ -7,11 +7,13 @@ from typing import Annotated, Any
 
 from pydantic import Field, WithJsonSchema
 
-from ...app import App, require_query
+from ...app import App
+from ...db.paging import Fields, clamp_limit
+from ...envelope import cut
 from ...errors import NotFound
 from ...ids import now_ms
-from ...paging import Fields, capped, clamp_limit
 from ...policy import row_loader
+from ...validators import require_query
 from ..missions import store as missions
 from ..profiles import store as profiles_store
 from . import lifecycle, store, tools_lifecycle
@@ -151,7 +153,7 @@ def register(app: App) -> None:
         items = db.read(lambda c: store.search_tasks(
             c, query=query, limit=clamp_limit(limit), statuses=keep, assigned_to=assignedTo, project=project,
             mission_id=missionId))
-        return capped(items)
+        return cut(items)
 
     @app.tool("write", identity="callerOrchestrator", identity_required=False)
     def update_task(
@@ -186,7 +188,7 @@ def register(app: App) -> None:
             payload["callerOrchestrator"] = caller
         now = now_ms()
         db.write(lambda c: lifecycle.update_task(c, task_id=taskId, payload=payload, now=now,
-                                                 max_minutes=app.settings.max_segment_minutes))
+                                                 max_minutes=app.settings.max_segment_minutes, on_done=app.task_done))
 
     @app.tool("destructive", identity="callerOrchestrator")
     def delete_task(taskId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Payload checks shared by the write tools and `validate_task_payload`.
 
-Each check returns a list of `Failure`s (field, code, message, fix snippet) instead of raising, so
+Each check returns a list of `Failure`s (`validators.Checker` collects them) (field, code, message, fix snippet) instead of raising, so
 the lint tool can report all of them; the real tools call the very same functions and raise the
 first failure. Field checks look at raw JSON values, because the lint tool receives an untyped
 payload.
@@ -9,12 +9,11 @@ payload.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...db import Connection, loads
 from ...errors import Conflict, Forbidden, InvalidArgument, InvalidState, NotFound, VantageError
-from ...validators import MAX_NAME_LENGTH
+from ...validators import Checker, Failure
 from . import segments
 from .rules import OPEN_STATUSES, PRIORITIES, SYSTEM, TASK_STATUSES, rbac_denial
 
@@ -29,92 +28,6 @@ _ERRORS: dict[str, type[VantageError]] = {
     "INVALID_ARGUMENT": InvalidArgument, "NOT_FOUND": NotFound, "INVALID_STATE": InvalidState,
     "RBAC_DENIED": Forbidden, "CONFLICT": Conflict,
 }
-
-
-@dataclass
-class Failure:
-    field: str
-    message: str
-    fix: Any
-    code: str = "INVALID_ARGUMENT"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"field": self.field, "code": self.code, "message": self.message, "fix": self.fix}
-
-
-@dataclass
-class Checker:
-    """Collects failures for one payload."""
-
-    payload: Mapping[str, Any]
-    failures: list[Failure] = field(default_factory=list)
-
-    def fail(self, name: str, message: str, fix: Any, code: str = "INVALID_ARGUMENT") -> None:
-        self.failures.append(Failure(name, message, fix, code))
-
-    def has(self, name: str) -> bool:
-        return self.payload.get(name) is not None
-
-    def text(self, name: str, *, required: bool = False, max_bytes: int, example: str) -> None:
-        value = self.payload.get(name)
-        if value is None:
-            if required:
-                self.fail(name, f"{name} is required", {name: example})
-            return
-        if not isinstance(value, str) or not value.strip():
-            self.fail(name, f"{name} must be a non-empty string", {name: example})
-        elif len(value.encode("utf-8", "surrogatepass")) > max_bytes:
-            self.fail(name, f"{name} is larger than {max_bytes} bytes; shorten it", {name: example})
-
-    def name(self, name: str, *, required: bool = False, example: str = "sigma") -> None:
-        value = self.payload.get(name)
-        if value is None:
-            if required:
-                self.fail(name, f"{name} is required (an orchestrator id such as {example!r})", {name: example})
-            return
-        if not isinstance(value, str) or not value.strip():
-            self.fail(name, f"{name} must be a non-empty string (an orchestrator id, never a number)",
-                      {name: example})
-        elif len(value) > MAX_NAME_LENGTH:
-            self.fail(name, f"{name} is longer than {MAX_NAME_LENGTH} characters", {name: example})
-
-    def enum(self, name: str, allowed: tuple[str, ...], *, required: bool = False, example: str) -> None:
-        value = self.payload.get(name)
-        if value is None:
-            if required:
-                self.fail(name, f"{name} is required: one of {', '.join(allowed)}", {name: example})
-            return
-        if value not in allowed:
-            self.fail(name, f"{name} must be one of {', '.join(allowed)} (a lowercase string), got {value!r}",
-                      {name: example})
-
-    def number(self, name: str, *, minimum: float = 0, maximum: float | None = None, integer: bool = False,
-               example: Any = 30) -> None:
-        value = self.payload.get(name)
-        if value is None:
-            return
-        if integer and maximum is None:
-            maximum = 2**63 - 1  # SQLite's integer range: the real tools refuse beyond it
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        if ok and integer and isinstance(value, float) and not value.is_integer():
-            ok = False
-        if ok and (value < minimum or (maximum is not None and value > maximum) or value != value):
-            ok = False
-        if not ok:
-            bounds = f">= {minimum}" + (f" and <= {maximum}" if maximum is not None else "")
-            kind = "an integer (Unix ms)" if integer else "a number"
-            self.fail(name, f"{name} must be {kind} {bounds}, got {value!r}", {name: example})
-
-    def strings(self, name: str, *, max_items: int, max_len: int = 200, example: list[str]) -> None:
-        value = self.payload.get(name)
-        if value is None:
-            return
-        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-            self.fail(name, f"{name} must be an array of non-empty strings", {name: example})
-        elif len(value) > max_items:
-            self.fail(name, f"{name} holds more than {max_items} entries", {name: value[:max_items]})
-        elif any(len(v) > max_len for v in value):
-            self.fail(name, f"every {name} entry must be at most {max_len} characters", {name: example})
 
 
 def raise_failures(failures: list[Failure]) -> None:

@@ -6,10 +6,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...app import App, check_name, require_text
+from ...app import App
+from ...db.paging import Fields
 from ...errors import InvalidArgument
-from ...paging import Fields
 from ...policy import Owns, row_loader
+from ...validators import check_name, require_text
 from . import store
 
 

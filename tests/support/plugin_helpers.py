@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (this file is in tests/support/)
 PLUGIN = ROOT / "plugin"
 HOOKS = PLUGIN / "hooks"
 

@@ -1,40 +1,36 @@
-"""The generic record helper (vantage_peers/records.py) used by the team-record domains."""
+"""The document-table helper (db/table.py), the record checks of validators.py and rbac.require_party."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import make_settings
 
-from vantage_peers.db import open_database
+from vantage_peers.db.table import Table
 from vantage_peers.errors import Forbidden, InvalidArgument, NotFound
-from vantage_peers.records import Table, iso_date, json_object, number, require_party, text, text_list
+from vantage_peers.rbac import require_party
+from vantage_peers.validators import iso_date, json_object, number, text, text_list
 
 NOTES = Table(name="briefingNotes", prefix="brf", label="briefing note", json_cols=("participants", "decisions"))
 
 
-def test_table_insert_get_patch_delete_page(db_path):
-    db = open_database(make_settings(db_path))
-    try:
-        values = {"title": "t", "topic": "x", "participants": ["a", "b"], "content": "c", "createdBy": "pi"}
-        ids = [db.write(lambda c: NOTES.insert(c, values)) for _ in range(5)]
-        doc = db.read(lambda c: NOTES.get(c, ids[0]))
-        assert doc["participants"] == ["a", "b"] and "decisions" not in doc and "seq" not in doc
-        assert db.write(lambda c: NOTES.patch(c, ids[0], {"decisions": ["d"], "title": None})) == 1
-        doc = db.read(lambda c: NOTES.get(c, ids[0]))
-        assert doc["decisions"] == ["d"] and doc["title"] == "t"
-        # compare-and-set: the condition is decided inside SQL
-        assert db.write(lambda c: NOTES.patch(c, ids[0], {"title": "u"}, where="topic = ?", params=["y"])) == 0
-        page = db.read(lambda c: NOTES.page(c, filters={"topic": "x", "createdBy": None}, limit=2))
-        assert len(page["items"]) == 2 and page["nextCursor"]
-        assert db.write(lambda c: NOTES.delete(c, ids[1])) is True
-        assert db.write(lambda c: NOTES.delete(c, ids[1])) is False
-        assert db.read(lambda c: NOTES.get(c, ids[1])) is None
-        with pytest.raises(NotFound, match="briefing note"):
-            db.read(lambda c: NOTES.require(c, "brf_missing"))
-        with pytest.raises(ValueError):
-            db.write(lambda c: NOTES.patch(c, ids[0], {"title = 'x'; --": 1}))
-    finally:
-        db.close()
+def test_table_insert_get_patch_delete_page(db):
+    values = {"title": "t", "topic": "x", "participants": ["a", "b"], "content": "c", "createdBy": "pi"}
+    ids = [db.write(lambda c: NOTES.insert(c, values)) for _ in range(5)]
+    doc = db.read(lambda c: NOTES.get(c, ids[0]))
+    assert doc["participants"] == ["a", "b"] and "decisions" not in doc and "seq" not in doc
+    assert db.write(lambda c: NOTES.patch(c, ids[0], {"decisions": ["d"], "title": None})) == 1
+    doc = db.read(lambda c: NOTES.get(c, ids[0]))
+    assert doc["decisions"] == ["d"] and doc["title"] == "t"
+    # compare-and-set: the condition is decided inside SQL
+    assert db.write(lambda c: NOTES.patch(c, ids[0], {"title": "u"}, where="topic = ?", params=["y"])) == 0
+    page = db.read(lambda c: NOTES.page(c, filters={"topic": "x", "createdBy": None}, limit=2))
+    assert len(page["items"]) == 2 and page["nextCursor"]
+    assert db.write(lambda c: NOTES.delete(c, ids[1])) is True
+    assert db.write(lambda c: NOTES.delete(c, ids[1])) is False
+    assert db.read(lambda c: NOTES.get(c, ids[1])) is None
+    with pytest.raises(NotFound, match="briefing note"):
+        db.read(lambda c: NOTES.require(c, "brf_missing"))
+    with pytest.raises(ValueError):
+        db.write(lambda c: NOTES.patch(c, ids[0], {"title = 'x'; --": 1}))
 
 
 def test_argument_checks():

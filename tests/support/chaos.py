@@ -267,5 +267,5 @@ def check(path: Path, logs: list[Path]) -> dict[str, Any]:
     }
 
 
-if __name__ == "__main__":  # a quick manual run: python tests/chaos.py /tmp/x.db wal 10
+if __name__ == "__main__":  # a quick manual run: python tests/support/chaos.py /tmp/x.db wal 10
     print(run(Path(sys.argv[1]), mode=sys.argv[2], seconds=float(sys.argv[3]), quiet=False))

@@ -1,5 +1,5 @@
-"""List envelopes: `{items, nextCursor?}`, clamped limits, opaque keyset cursors, lite projection,
-and the 50,000-byte envelope cap.
+"""List pages: `{items, nextCursor?}`, clamped limits, opaque keyset cursors, lite projection
+(the 50,000-byte cap itself is `envelope.py`).
 
 Cursors are base64url JSON of the last returned row's (sort value, id): stable when many rows
 share one millisecond, and never a raw offset. `nextCursor` is absent (not null) on the last page.
@@ -14,12 +14,12 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
-from .db import Connection, Row, loads
-from .errors import InvalidArgument
+from ..envelope import fit_envelope
+from ..errors import InvalidArgument
+from .connection import Connection, Row, loads
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
-ENVELOPE_TARGET_BYTES = 50_000
 # A cursor this server issues is base64 of a small JSON object (a sort value of at most ~10 KB of text
 # and an id); anything longer is refused before it is decoded.
 MAX_CURSOR_CHARS = 16_384
@@ -50,8 +50,8 @@ def _sortable(value: Any) -> bool:
     return isinstance(value, float) and math.isfinite(value)
 
 
-def decode_cursor(cursor: str | None) -> tuple[Any, str | None] | None:
-    """(sort value, id) from a cursor; id is None for a legacy `{createdBefore}` cursor."""
+def decode_cursor(cursor: str | None) -> tuple[Any, str] | None:
+    """(sort value, id) from a cursor."""
     if cursor is None or cursor == "":
         return None
     if not isinstance(cursor, str):
@@ -66,8 +66,6 @@ def decode_cursor(cursor: str | None) -> tuple[Any, str | None] | None:
         raise InvalidArgument(_BAD_CURSOR) from None
     if isinstance(data, dict) and "t" in data and isinstance(data.get("i"), str) and _sortable(data["t"]):
         return data["t"], data["i"]
-    if isinstance(data, dict) and _sortable(data.get("createdBefore")) and data.get("createdBefore") is not None:
-        return data["createdBefore"], None
     raise InvalidArgument(_BAD_CURSOR)
 
 
@@ -103,18 +101,6 @@ def check_fields(fields: str | None) -> str:
     raise InvalidArgument(f"fields must be 'lite' or 'full', got {fields!r}")
 
 
-def fit_envelope(items: list[dict[str, Any]], extra: dict[str, Any] | None = None,
-                 key: str = "items") -> int:
-    """How many leading items fit under the envelope cap (halving, never below one)."""
-    count = len(items)
-    while count > 1:
-        body = {key: items[:count], **(extra or {}), "nextCursor": "x" * 64}
-        if len(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()) <= ENVELOPE_TARGET_BYTES:
-            break
-        count //= 2
-    return count
-
-
 def equals(pairs: Iterable[tuple[str, Any]]) -> tuple[list[str], list[Any]]:
     """`column = ?` clauses (and their params) for every pair whose value is not None."""
     where, params = [], []
@@ -123,61 +109,6 @@ def equals(pairs: Iterable[tuple[str, Any]]) -> tuple[list[str], list[Any]]:
             where.append(f"{column} = ?")
             params.append(value)
     return where, params
-
-
-def _size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
-
-
-def shrink_item(item: dict[str, Any], budget: int = ENVELOPE_TARGET_BYTES - 2_000) -> bool:
-    """Cut the longest text fields of one oversize item (in place) until it fits `budget` bytes.
-
-    The cut fields are named in `truncatedFields`; the get_* tool of the item returns them whole.
-    Returns True when something was cut.
-    """
-    cut: list[str] = []
-    for _ in range(8):
-        excess = _size(item) - budget
-        if excess <= 0:
-            break
-        longest = max((k for k, v in item.items() if isinstance(v, str) and k not in cut),
-                      key=lambda k: len(item[k]), default=None)
-        if longest is None:
-            break
-        value = item[longest]
-        keep = max(0, len(value.encode("utf-8", "surrogatepass")) - excess - 64)
-        item[longest] = value.encode("utf-8", "surrogatepass")[:keep].decode("utf-8", "ignore") + "…"
-        cut.append(longest)
-    if cut:
-        item["truncatedFields"] = [*item.get("truncatedFields", []), *cut]
-    return bool(cut)
-
-
-def fit_search(items: list[dict[str, Any]], envelope: dict[str, Any] | None = None,
-               key: str = "items") -> dict[str, Any]:
-    """A search (or inbox) answer cut to the 50,000-byte cap: fewer hits, and one oversize hit's long
-    text cut; `truncated: true` says so (narrow the query, or fetch the document by id)."""
-    out = dict(envelope or {})
-    fit = fit_envelope(items, extra=out, key=key) if items else 0
-    kept = items[:fit]
-    truncated = fit < len(items)
-    if len(kept) == 1 and _size({key: kept, **out}) > ENVELOPE_TARGET_BYTES:
-        kept = [dict(kept[0])]
-        truncated = shrink_item(kept[0]) or truncated
-    out[key] = kept
-    if truncated:
-        out["truncated"] = True
-    return out
-
-
-def fit_list(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A bare-array answer (check_messages) cut to the cap: leading items only, one oversize item shrunk."""
-    return fit_search(items, key="items")["items"]
-
-
-def capped(items: list[dict[str, Any]]) -> dict[str, Any]:
-    """`{items}` for a search answer, cut to the envelope cap; `truncated: true` says hits were dropped."""
-    return fit_search(items)
 
 
 def keyset_page(
@@ -209,12 +140,8 @@ def keyset_page(
     op = "<" if descending else ">"
     if anchor is not None:
         value, last_id = anchor
-        if last_id is None:
-            clauses.append(f"{sort_col} {op} ?")
-            args.append(value)
-        else:
-            clauses.append(f"({sort_col} {op} ? OR ({sort_col} = ? AND id {op} ?))")
-            args.extend([value, value, last_id])
+        clauses.append(f"({sort_col} {op} ? OR ({sort_col} = ? AND id {op} ?))")
+        args.extend([value, value, last_id])
     direction = "DESC" if descending else "ASC"
     sql = f"SELECT * FROM {table}"
     if clauses:
