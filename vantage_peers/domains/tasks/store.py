@@ -13,7 +13,7 @@ from ...search import budget
 from ...search.fts import fts_query, ranked
 from ...search.snippets import add_snippets
 from ..missions import store as missions
-from . import segments
+from . import claims, segments
 from .rules import AUTO_GENERATED_SQL, OPEN_STATUSES, SYSTEM, TASK_LITE, status_sql
 from .validation import create_failures, load_task, raise_failures
 
@@ -66,6 +66,8 @@ def get_task(conn: Connection, *, task_id: str) -> dict[str, Any] | None:
         return None
     doc = task_doc(task)
     doc["workSegments"] = segments.list_segments(conn, task_id=task_id)
+    claim, notes = claims.claim_of(conn, task_id, now_ms()), claims.notes_of(conn, task_id)  # leases (#22)
+    doc.update({"claim": claim} if claim else {}, **({"notes": notes} if notes else {}))
     deps = task["dependsOn"]
     if deps:
         marks = ",".join("?" for _ in deps)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from ...app import App
 from ...errors import InvalidArgument
 from ...ids import now_ms
+from ..leases.store import ttl_ms as lease_ttl
 from . import bulk, lifecycle
 from .validation import Failure, completion_failures, create_failures, load_task, update_failures
 
@@ -103,15 +104,20 @@ def register(app: App) -> None:
 
     @app.tool("write")
     def checkout_task(taskId: str, callerOrchestrator: str | None = None,
-                      callerInstance: str | None = None) -> dict[str, Any]:
-        """Atomically claim a todo task (it becomes in_progress and yours); returns `{claimed, reason?}`.
+                      callerInstance: str | None = None, claimTtlSeconds: int | None = None) -> dict[str, Any]:
+        """Atomically claim a todo task (it becomes in_progress and yours); returns
+        `{claimed, leaseExpiresAt, fencingToken}` or `{claimed: false, reason}`.
 
-        Exactly one of many racing agents wins; a paused task stays with its owner.
+        Exactly one of many racing agents wins; a paused task stays with its owner. The claim lapses
+        after `claimTtlSeconds` (default VP_CLAIM_TTL_SECONDS, 1800) without your activity or
+        renew_task_claim: the task goes back to todo.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
         instance, now = app.instance(callerInstance, caller, "callerInstance"), now_ms()
+        ttl = lease_ttl(app.settings.claim_ttl_seconds if claimTtlSeconds is None else claimTtlSeconds,
+                        "claimTtlSeconds")  # leases (#22)
         return db.write(lambda c: lifecycle.checkout_task(c, task_id=taskId, caller=caller, instance=instance,
-                                                          now=now))
+                                                          now=now, ttl=ttl))
 
     @app.tool("destructive")
     def bulk_complete_tasks(
