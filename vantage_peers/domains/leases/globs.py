@@ -138,7 +138,7 @@ def _same_char(a: tuple[str, str], b: tuple[str, str]) -> bool:
 
 
 def _intersect(a: tuple[tuple[str, str], ...], b: tuple[tuple[str, str], ...]) -> bool:
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def go(i: int, j: int) -> bool:
         if i == len(a) and j == len(b):
             return True

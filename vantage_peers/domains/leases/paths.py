@@ -91,20 +91,9 @@ def check(conn: Connection, *, paths: list[str], repo: str, holder: str | None, 
 
 
 def list_reservations(conn: Connection, *, repo: str | None, holder: str | None, now: int,
-                      limit: int = 200) -> dict[str, Any]:
-    where, args = ["kind = 'path'", "releasedAt IS NULL", "expiresAt > ?"], [now]
-    if repo is not None:
-        where.append("scope = ?")
-        args.append(repo)
-    if holder is not None:
-        where.append("holder = ?")
-        args.append(holder)
-    rows = conn.query(f"SELECT * FROM agentLeases WHERE {' AND '.join(where)} ORDER BY expiresAt, seq LIMIT ?",
-                      [*args, limit + 1])
-    out: dict[str, Any] = {"items": [leases.lease_doc(r) for r in rows[:limit]]}
-    if len(rows) > limit:
-        out["truncated"] = True
-    return out
+                      limit: int | None = None, cursor: str | None = None, fields: str | None = "full") -> dict[str, Any]:
+    return leases.page(conn, now=now, kind=KIND, scope=repo, holder=holder, limit=limit, cursor=cursor,
+                       fields=fields)
 
 
 def _own_path_ids(conn: Connection, ids: list[str], holder: str) -> tuple[list[str], list[str]]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ...db import Connection
 from ...errors import InvalidArgument
+from ...paging import clamp_limit, decode_cursor, encode_cursor
 from . import store as leases
 from . import sweep
 
@@ -68,15 +69,27 @@ def release(conn: Connection, *, name: str, holder: str, instance: str | None, n
     return {"released": len(released) > 0, "name": name, "count": len(released)}
 
 
-def list_slots(conn: Connection, *, now: int, name: str | None = None) -> dict[str, Any]:
-    rows = leases.active(conn, kind=KIND, key=name, now=now) if name else leases.active(conn, kind=KIND, now=now)
-    by_name: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        by_name.setdefault(r["key"], []).append(r)
+def list_slots(conn: Connection, *, now: int, name: str | None = None, limit: int | None = None,
+               cursor: str | None = None) -> dict[str, Any]:
+    """Slots in use by name, `{items: [{name, capacity, inUse, free, holders}], nextCursor?}`."""
+    size = clamp_limit(limit)
+    after = decode_cursor(cursor)
+    where, args = ["kind = 'slot'", "releasedAt IS NULL", "expiresAt > ?"], [now]
+    if name is not None:
+        where.append("key = ?")
+        args.append(check_name(name, "name"))
+    if after is not None:
+        where.append("key > ?")
+        args.append(str(after[0]))
+    names = [r["key"] for r in conn.query(f"SELECT DISTINCT key FROM agentLeases WHERE {' AND '.join(where)} "
+                                          "ORDER BY key LIMIT ?", [*args, size + 1])]
     items = []
-    for key in sorted(by_name):
-        held = by_name[key]
+    for key in names[:size]:
+        held = leases.active(conn, kind=KIND, scope="", key=key, now=now)
         cap = min(r["capacity"] for r in held)
         items.append({"name": key, "capacity": cap, "inUse": len(held), "free": max(0, cap - len(held)),
                       "holders": _holders(held)})
-    return {"items": items}
+    out: dict[str, Any] = {"items": items}
+    if len(names) > size:
+        out["nextCursor"] = encode_cursor(names[size - 1], names[size - 1])
+    return out

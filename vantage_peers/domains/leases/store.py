@@ -21,6 +21,7 @@ from typing import Any
 from ...db import Connection, Row
 from ...errors import InvalidArgument, VantageError
 from ...ids import new_id
+from ...paging import keyset_page
 
 KINDS = ("task", "path", "slot")
 MIN_TTL_SECONDS = 1
@@ -163,6 +164,22 @@ def latest(conn: Connection, *, kind: str, scope: str, key: str) -> Row | None:
 
 def in_force(row: Row | None, now: int) -> bool:
     return row is not None and row["releasedAt"] is None and row["expiresAt"] > now
+
+
+LEASE_LITE = ("id", "kind", "key", "holder", "expiresAt")
+
+
+def page(conn: Connection, *, now: int, kind: str | None = None, scope: str | None = None,
+         holder: str | None = None, limit: int | None = None, cursor: str | None = None,
+         fields: str | None = "full") -> dict[str, Any]:
+    """Leases in force, newest grant first, as `{items, nextCursor?}` (the list_* tools)."""
+    where, args = ["releasedAt IS NULL", "expiresAt > ?"], [now]
+    for column, value in (("kind", kind), ("scope", scope), ("holder", holder)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            args.append(value)
+    return keyset_page(conn, table="agentLeases", to_item=lease_doc, where=where, params=args,
+                       sort_col="grantedAt", limit=limit, cursor=cursor, fields=fields, lite_keys=LEASE_LITE)
 
 
 def overview(conn: Connection, *, now: int, limit: int = 200) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ from typing import Any
 from ...app import App
 from ...errors import InvalidArgument
 from ...ids import now_ms
+from ...paging import Fields
 from ...scheduler import allow_concurrent, tick_now
 from ..tasks import claims
 from . import globs, slots, sweep
@@ -86,12 +87,15 @@ def register(app: App) -> None:
         return db.read(lambda c: path_store.check(c, paths=wanted, repo=root, holder=caller, now=now))
 
     @app.tool("read")
-    def list_path_reservations(repo: str | None = None, holder: str | None = None) -> dict[str, Any]:
-        """Path reservations in force (every repo unless `repo`), soonest expiry first; returns `{items}`."""
+    def list_path_reservations(repo: str | None = None, holder: str | None = None, limit: int | None = None,
+                               cursor: str | None = None, fields: Fields = "full") -> dict[str, Any]:
+        """Path reservations in force (every repo unless `repo`; `holder` = an orchestrator), newest
+        first: `{items: [{id, path, repo, holder, exclusive, reason, expiresAt, fencingToken}], nextCursor?}`."""
         root = repos.resolve(path_store.clean_repo(repo)) if repo else None
         who = app.caller(holder, "holder", required=False) if holder else None
         now = now_ms()
-        return db.read(lambda c: path_store.list_reservations(c, repo=root, holder=who, now=now))
+        return db.read(lambda c: path_store.list_reservations(c, repo=root, holder=who, now=now, limit=limit,
+                                                              cursor=cursor, fields=fields))
 
     @app.tool("idempotent")
     def renew_path_reservations(ids: list[str], callerOrchestrator: str | None = None) -> dict[str, Any]:
@@ -148,20 +152,23 @@ def register(app: App) -> None:
         return db.write(lambda c: slots.release(c, name=name, holder=caller, instance=instance, now=now))
 
     @app.tool("read")
-    def list_slots(name: str | None = None) -> dict[str, Any]:
-        """Named slots in use, with their holders and expiry; returns `{items: [{name, capacity, inUse, free, holders}]}`."""
+    def list_slots(name: str | None = None, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
+        """Named slots in use, with their holders and expiry; returns
+        `{items: [{name, capacity, inUse, free, holders}], nextCursor?}`."""
         now = now_ms()
-        return db.read(lambda c: slots.list_slots(c, now=now, name=name))
+        return db.read(lambda c: slots.list_slots(c, now=now, name=name, limit=limit, cursor=cursor))
 
     @app.tool("read")
-    def list_leases(kind: str | None = None, holder: str | None = None) -> dict[str, Any]:
-        """Every lease in force (task claims, path reservations, slots), soonest expiry first; returns `{items}`."""
+    def list_leases(kind: str | None = None, holder: str | None = None, limit: int | None = None,
+                    cursor: str | None = None, fields: Fields = "full") -> dict[str, Any]:
+        """Every lease in force (kind task = a claim, path = a reservation, slot), newest first, with
+        holder, expiresAt and fencingToken; returns `{items, nextCursor?}`."""
         if kind is not None and kind not in leases.KINDS:
             raise InvalidArgument(f"kind must be one of {', '.join(leases.KINDS)}, got {kind!r}")
+        who = app.caller(holder, "holder", required=False) if holder else None
         now = now_ms()
-        items = db.read(lambda c: leases.overview(c, now=now))
-        return {"items": [i for i in items if (kind is None or i["kind"] == kind)
-                          and (holder is None or i["holder"] == holder)]}
+        return db.read(lambda c: leases.page(c, now=now, kind=kind, holder=who, limit=limit, cursor=cursor,
+                                             fields=fields))
 
 
 def _ids(value: Any) -> list[str]:
