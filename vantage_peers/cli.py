@@ -109,9 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .domains.bundles.cli import add_commands as bundle_commands  # export, import, backup, restore
 
     parser.vp_handlers = bundle_commands(sub)  # type: ignore[attr-defined]
-    from .domains.leases.cli import add_parser as add_guard_parser  # leases (#22): guard install|uninstall|check
+    from .domains.leases import cli as leases_cli
 
-    add_guard_parser(sub)
+    leases_cli.add_parser(sub)  # leases (#22): guard install|uninstall|check
     return parser
 
 
