@@ -59,9 +59,18 @@ def clean_all(patterns: object, field: str = "paths") -> list[str]:
     return list(dict.fromkeys(clean(p, field) for p in patterns))
 
 
+def meaning(pattern: str) -> str:
+    """The gitignore pattern a reservation stands for: a plain path (no wildcard) names that file or
+    directory from the repo root (`README.md` is not every README.md); a glob keeps gitignore's
+    reading (`*.py` matches at any depth)."""
+    if not pattern.startswith("/") and not any(ch in pattern for ch in "*?[\\"):
+        return "/" + pattern
+    return pattern
+
+
 @functools.lru_cache(maxsize=4096)
 def spec(pattern: str) -> pathspec.GitIgnoreSpec:
-    return pathspec.GitIgnoreSpec.from_lines([pattern])
+    return pathspec.GitIgnoreSpec.from_lines([meaning(pattern)])
 
 
 def matches(pattern: str, path: str) -> bool:
@@ -164,6 +173,7 @@ def overlaps(a: str, b: str) -> bool:
     """Can some path match both gitignore patterns?"""
     if a == b or matches(a, b.lstrip("/")) or matches(b, a.lstrip("/")):
         return True
+    a, b = meaning(a), meaning(b)
     left = [_tokens(x) for p in _anchored(a) for x in _expand_dirs(posixpath.normpath(p) if "//" in p else p)]
     right = [_tokens(x) for p in _anchored(b) for x in _expand_dirs(posixpath.normpath(p) if "//" in p else p)]
     return any(_intersect(x, y) for x in left for y in right)
