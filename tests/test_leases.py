@@ -320,3 +320,19 @@ def test_list_slots_and_list_leases_page(tools):
     assert len(leases_) == 25 and len({x["id"] for x in leases_}) == 25
     assert tools.call("list_leases", holder="carol")["items"] == []
     assert "INVALID_ARGUMENT" in tools.error("list_leases", kind="door")
+
+
+def test_status_shows_leases_with_holders_and_expiry(app, tools):
+    from vantage_peers import status
+
+    tid = new_task(tools)
+    tools.call("checkout_task", taskId=tid, callerOrchestrator="bob", callerInstance="bob-1")
+    tools.call("reserve_paths", paths=["src/**"], repo="o/r", callerOrchestrator="carol", reason="refactor")
+    tools.call("acquire_slot", name="deploy-prod", ttlSeconds=120, callerOrchestrator="dave")
+    data = status.collect(app)
+    held = {(x["kind"], x["key"]): x for x in data["leases"]}
+    assert set(held) == {("task", tid), ("path", "src/**"), ("slot", "deploy-prod")}
+    assert held[("task", tid)]["holderInstance"] == "bob-1" and held[("path", "src/**")]["holder"] == "carol"
+    text = status.render(data)
+    assert "leases in force (3" in text and "bob/bob-1" in text and "path src/**  (o/r)" in text
+    assert "slot deploy-prod" in text and "expires in 1m" in text
