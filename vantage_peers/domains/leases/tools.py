@@ -60,10 +60,10 @@ def register(app: App) -> None:
                       ttlSeconds: float = DEFAULT_PATH_TTL_SECONDS, reason: str | None = None,
                       repo: str | None = None, partial: bool = False, callerOrchestrator: str | None = None,
                       callerInstance: str | None = None) -> dict[str, Any]:
-        """Reserve files by gitignore-style globs before editing them; returns
-        `{granted: [{id, path, repo, exclusive, expiresAt, fencingToken}], conflicts: [{path, holder, reason, expiresAt}]}`.
+        """Reserve files by gitignore-style globs before editing them; returns `{granted, conflicts}`.
 
-        All or nothing unless `partial: true`. Exclusive (default) excludes any overlapping
+        `granted`: [{id, path, repo, exclusive, expiresAt, fencingToken}]; `conflicts`: [{path, holder,
+        reason, expiresAt}]. All or nothing unless `partial: true`. Exclusive (default) excludes any overlapping
         reservation of another orchestrator; shared ones coexist. `repo` defaults to the git repo
         of the server's working directory. The git guard (`vantage-peers guard install`) refuses
         commits on paths others reserved exclusively.
@@ -79,8 +79,10 @@ def register(app: App) -> None:
     @app.tool("read")
     def check_path_conflicts(paths: list[str], repo: str | None = None,
                              callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Which reservations of others an exclusive reservation of `paths` would meet (nothing is
-        reserved); returns `{conflicts: [{path, holder, reason, expiresAt}], free: [path]}`."""
+        """What an exclusive reservation of `paths` would meet; returns `{conflicts, free}`, reserves nothing.
+
+        `conflicts`: [{path, holder, reason, expiresAt}]; `free`: the paths nobody else holds.
+        """
         caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
         root = repos.resolve(path_store.clean_repo(repo))
         wanted, now = patterns(paths, root), now_ms()
@@ -89,8 +91,11 @@ def register(app: App) -> None:
     @app.tool("read")
     def list_path_reservations(repo: str | None = None, holder: str | None = None, limit: int | None = None,
                                cursor: str | None = None, fields: Fields = "full") -> dict[str, Any]:
-        """Path reservations in force (every repo unless `repo`; `holder` = an orchestrator), newest
-        first: `{items: [{id, path, repo, holder, exclusive, reason, expiresAt, fencingToken}], nextCursor?}`."""
+        """Path reservations in force, newest first; returns `{items, nextCursor?}`.
+
+        Every repo unless `repo`; `holder` = an orchestrator. Items: {id, path, repo, holder,
+        exclusive, reason, expiresAt, fencingToken}.
+        """
         root = repos.resolve(path_store.clean_repo(repo)) if repo else None
         who = app.caller(holder, "holder", required=False) if holder else None
         now = now_ms()
@@ -118,8 +123,10 @@ def register(app: App) -> None:
 
     @app.tool("destructive")
     def force_release_path_reservation(id: str, reason: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """End another agent's path reservation (master, `system` or the repo mapping's owner only);
-        the holder gets a message with `reason`. Returns `{released, id, holder?, path?}`."""
+        """End another agent's path reservation; returns `{released, id, holder?, path?}`.
+
+        Master, `system` or the repo mapping's owner only; the holder gets a message with `reason`.
+        """
         caller, now = caller_of(callerOrchestrator), now_ms()
         why = path_store.clean_reason(reason)
         if not why:
@@ -132,10 +139,10 @@ def register(app: App) -> None:
     def acquire_slot(name: str, ttlSeconds: float = DEFAULT_SLOT_TTL_SECONDS, capacity: int = 1,
                      reason: str | None = None, callerOrchestrator: str | None = None,
                      callerInstance: str | None = None) -> dict[str, Any]:
-        """Take one of `capacity` places of a named slot ("deploy-prod" capacity 1, "e2e" capacity 2);
-        returns `{acquired, id, expiresAt, fencingToken}` or `{acquired: false, holders, retryAfter}`.
+        """Take one of `capacity` places of a named slot; returns `{acquired, id, expiresAt, fencingToken}`.
 
-        Acquiring a slot you hold renews it; release_slot when done; it lapses with your presence.
+        Refused: `{acquired: false, holders, retryAfter}`. E.g. "deploy-prod" capacity 1, "e2e"
+        capacity 2. Acquiring a slot you hold renews it; release_slot when done; it lapses with your presence.
         """
         caller = caller_of(callerOrchestrator)
         instance, now = app.instance(callerInstance, caller, "callerInstance"), now_ms()
@@ -153,16 +160,20 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def list_slots(name: str | None = None, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
-        """Named slots in use, with their holders and expiry; returns
-        `{items: [{name, capacity, inUse, free, holders}], nextCursor?}`."""
+        """Named slots in use, with their holders and expiry; returns `{items, nextCursor?}`.
+
+        Items: {name, capacity, inUse, free, holders}.
+        """
         now = now_ms()
         return db.read(lambda c: slots.list_slots(c, now=now, name=name, limit=limit, cursor=cursor))
 
     @app.tool("read")
     def list_leases(kind: str | None = None, holder: str | None = None, limit: int | None = None,
                     cursor: str | None = None, fields: Fields = "full") -> dict[str, Any]:
-        """Every lease in force (kind task = a claim, path = a reservation, slot), newest first, with
-        holder, expiresAt and fencingToken; returns `{items, nextCursor?}`."""
+        """Every lease in force, newest first; returns `{items, nextCursor?}`.
+
+        kind task = a claim, path = a reservation, slot; each with holder, expiresAt, fencingToken.
+        """
         if kind is not None and kind not in leases.KINDS:
             raise InvalidArgument(f"kind must be one of {', '.join(leases.KINDS)}, got {kind!r}")
         who = app.caller(holder, "holder", required=False) if holder else None

@@ -105,12 +105,10 @@ def register(app: App) -> None:
     @app.tool("write")
     def checkout_task(taskId: str, callerOrchestrator: str | None = None,
                       callerInstance: str | None = None, claimTtlSeconds: int | None = None) -> dict[str, Any]:
-        """Atomically claim a todo task (it becomes in_progress and yours); returns
-        `{claimed, leaseExpiresAt, fencingToken}` or `{claimed: false, reason}`.
+        """Atomically claim a todo task (it becomes in_progress and yours); returns `{claimed, reason?}`.
 
-        Exactly one of many racing agents wins; a paused task stays with its owner. The claim lapses
-        after `claimTtlSeconds` (default VP_CLAIM_TTL_SECONDS, 1800) without your activity or
-        renew_task_claim: the task goes back to todo.
+        Exactly one of many racing agents wins; a paused task stays with its owner. A win is a lease
+        (`leaseExpiresAt`, `fencingToken`) your calls renew.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
         instance, now = app.instance(callerInstance, caller, "callerInstance"), now_ms()
