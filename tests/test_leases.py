@@ -336,3 +336,26 @@ def test_status_shows_leases_with_holders_and_expiry(app, tools):
     text = status.render(data)
     assert "leases in force (3" in text and "bob/bob-1" in text and "path src/**  (o/r)" in text
     assert "slot deploy-prod" in text and "expires in 1m" in text
+
+
+def test_attackers_cannot_touch_others_leases(app, tools):
+    """From the attacker's side: mallory names bob's ids, slots and tasks."""
+    tid = new_task(tools)
+    tools.call("checkout_task", taskId=tid, callerOrchestrator="bob")
+    assert tools.call("checkout_task", taskId=tid, callerOrchestrator="mallory")["claimed"] is False
+    assert "INVALID_STATE" in tools.error("renew_task_claim", taskId=tid, callerOrchestrator="mallory")
+    assert "RBAC_DENIED" in tools.error("complete_task", taskId=tid, completionNote="stolen",
+                                        callerOrchestrator="mallory")
+    tools.call("acquire_slot", name="deploy", ttlSeconds=60, callerOrchestrator="bob")
+    assert tools.call("release_slot", name="deploy", callerOrchestrator="mallory")["released"] is False
+    assert tools.call("acquire_slot", name="deploy", ttlSeconds=60, callerOrchestrator="mallory")["acquired"] is False
+    gid = tools.call("reserve_paths", paths=["src/**"], repo="o/r", callerOrchestrator="bob")["granted"][0]["id"]
+    assert tools.call("release_paths", paths=["src/**"], repo="o/r", callerOrchestrator="mallory")["count"] == 0
+    assert "RBAC_DENIED" in tools.error("force_release_path_reservation", id=gid, reason="mine now",
+                                        callerOrchestrator="mallory")
+    # The master bearer (HTTP) may; here through the store, as the tool passes principal.is_master.
+    out = app.db.write(lambda c: paths.force_release(c, reservation_id=gid, reason="ops", caller="admin",
+                                                     master=True, now=now_ms()))
+    assert out["released"] is True
+    held = tools.call("list_leases")["items"]
+    assert {(x["kind"], x["holder"]) for x in held} == {("task", "bob"), ("slot", "bob")}
