@@ -4,7 +4,7 @@ by the grants of each kind before they decide (lazy)."""
 
 from __future__ import annotations
 
-from ...db import Connection, Row
+from ...db import Connection, Database, Row
 from ..tasks import claims
 from . import store
 
@@ -16,3 +16,15 @@ def expire_due(conn: Connection, *, now: int, kind: str | None = None, scope: st
         if row["kind"] == "task":
             claims.on_expired(conn, row, now)
     return rows
+
+
+def any_due(conn: Connection, now: int) -> bool:
+    return conn.scalar("SELECT 1 FROM agentLeases WHERE releasedAt IS NULL AND expiresAt <= ? LIMIT 1",
+                       (now,)) is not None
+
+
+def before_read(db: Database, now: int) -> None:
+    """Lazy expiry for the read tools: one indexed read, and a write only when a lease is due, so a
+    listing never shows a task still claimed by a holder whose claim has lapsed."""
+    if db.read(lambda c: any_due(c, now)):
+        db.write(lambda c: expire_due(c, now=now))

@@ -86,6 +86,7 @@ def register(app: App) -> None:
         caller = app.caller(callerOrchestrator, "callerOrchestrator", required=False)
         root = repos.resolve(path_store.clean_repo(repo))
         wanted, now = patterns(paths, root), now_ms()
+        sweep.before_read(db, now)
         return db.read(lambda c: path_store.check(c, paths=wanted, repo=root, holder=caller, now=now))
 
     @app.tool("read")
@@ -99,6 +100,7 @@ def register(app: App) -> None:
         root = repos.resolve(path_store.clean_repo(repo)) if repo else None
         who = app.caller(holder, "holder", required=False) if holder else None
         now = now_ms()
+        sweep.before_read(db, now)
         return db.read(lambda c: path_store.list_reservations(c, repo=root, holder=who, now=now, limit=limit,
                                                               cursor=cursor, fields=fields))
 
@@ -165,6 +167,7 @@ def register(app: App) -> None:
         Items: {name, capacity, inUse, free, holders}.
         """
         now = now_ms()
+        sweep.before_read(db, now)
         return db.read(lambda c: slots.list_slots(c, now=now, name=name, limit=limit, cursor=cursor))
 
     @app.tool("read")
@@ -178,6 +181,7 @@ def register(app: App) -> None:
             raise InvalidArgument(f"kind must be one of {', '.join(leases.KINDS)}, got {kind!r}")
         who = app.caller(holder, "holder", required=False) if holder else None
         now = now_ms()
+        sweep.before_read(db, now)
         return db.read(lambda c: leases.page(c, now=now, kind=kind, holder=who, limit=limit, cursor=cursor,
                                              fields=fields))
 
