@@ -115,6 +115,7 @@ def delete_task(conn: Connection, *, task_id: str, caller: str) -> dict[str, Any
         (task_id,),
     )
     conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+    claims.release_claim(conn, task_id=task_id, now=now_ms(), reason="deleted", by=caller)  # leases (#22)
     # The deleted task may have been the last one not done in its mission.
     missions.complete_if_all_done(conn, task["missionId"], now_ms())
     return {"deleted": True}
