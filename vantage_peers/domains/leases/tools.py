@@ -47,10 +47,9 @@ def register(app: App) -> None:
 
     @app.tool("idempotent")
     def renew_task_claim(taskId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Extend your claim on a task you checked out by its TTL from now; returns
-        `{taskId, leaseExpiresAt, fencingToken}`. LEASE_LOST when it lapsed or was taken over.
+        """Extend your claim on a checked-out task by its TTL; returns `{taskId, leaseExpiresAt, fencingToken}`.
 
-        Any call of a server started with VP_ORCHESTRATOR renews its claims too (presence).
+        LEASE_LOST when it lapsed or was taken over. Any call of a server started with VP_ORCHESTRATOR renews its claims too (presence).
         """
         caller, now = caller_of(callerOrchestrator), now_ms()
         return db.write(lambda c: claims.renew_claim(c, task_id=taskId, caller=caller, now=now))
