@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+pytestmark = pytest.mark.skipif(shutil.which("git") is None,
+                                reason="git is not installed (.ci/run installs it with apt; apt was unreachable)")
 
 
 def git(repo: Path, *args: str, env: dict[str, str] | None = None, check: bool = True):
