@@ -328,7 +328,7 @@ def test_status_shows_leases_with_holders_and_expiry(app, tools):
     tid = new_task(tools)
     tools.call("checkout_task", taskId=tid, callerOrchestrator="bob", callerInstance="bob-1")
     tools.call("reserve_paths", paths=["src/**"], repo="o/r", callerOrchestrator="carol", reason="refactor")
-    tools.call("acquire_slot", name="deploy-prod", ttlSeconds=120, callerOrchestrator="dave")
+    tools.call("acquire_slot", name="deploy-prod", ttlSeconds=100, callerOrchestrator="dave")
     data = status.collect(app)
     held = {(x["kind"], x["key"]): x for x in data["leases"]}
     assert set(held) == {("task", tid), ("path", "src/**"), ("slot", "deploy-prod")}
