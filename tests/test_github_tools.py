@@ -222,6 +222,33 @@ def test_upgrade_from_an_older_file_keeps_its_data(tmp_path):
     db.close()
 
 
+def test_upgrade_to_leases_keeps_tasks_and_claims_them(tmp_path):
+    """Migration 013 (leases) on a file at version 10 with a task in progress: the task survives,
+    and can be claimed, noted and expired on the upgraded file."""
+    from vantage_peers.db import Database, current_version, latest_version, migrate
+    from vantage_peers.domains.leases import sweep
+    from vantage_peers.domains.tasks import claims, lifecycle
+
+    path = tmp_path / "old10.db"
+    old = Database(path)
+    migrate(old, target=10)
+    old.write(lambda c: c.execute(
+        "INSERT INTO tasks (id, title, assignedTo, priority, status, createdBy, createdAt, updatedAt) "
+        "VALUES ('tsk_old', 'kept', 'bob', 'low', 'todo', 'alice', 1, 1)"))
+    assert old.read(lambda c: c.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'agentLeases'")) == 0
+    old.close()
+    db = Database(path)
+    assert migrate(db) == latest_version() == current_version(db) >= 13
+    assert db.read(lambda c: c.scalar("SELECT title FROM tasks WHERE id = 'tsk_old'")) == "kept"
+    won = db.write(lambda c: lifecycle.checkout_task(c, task_id="tsk_old", caller="bob", instance=None, now=1000,
+                                                     ttl=5000))
+    assert won == {"claimed": True, "leaseExpiresAt": 6000, "fencingToken": 1}
+    assert len(db.write(lambda c: sweep.expire_due(c, now=6000))) == 1
+    assert db.read(lambda c: c.scalar("SELECT status FROM tasks WHERE id = 'tsk_old'")) == "todo"
+    assert db.read(lambda c: claims.notes_of(c, "tsk_old"))[0]["content"].startswith("[auto]")
+    db.close()
+
+
 GITHUB_TOOLS = {
     "list_issues": {}, "get_issue": {"repo": REPO, "issueNumber": 1},
     "update_issue_status": {"repo": REPO, "issueNumber": 1, "status": "closed"},

@@ -76,7 +76,8 @@ def test_long_segment_refusal_names_segment(app, tools):
 
 def test_checkout_claims_and_opens_segment(tools):
     tid = task(tools)
-    assert tools.call("checkout_task", taskId=tid, callerOrchestrator="tau", callerInstance="tau-2") == {"claimed": True}
+    won = tools.call("checkout_task", taskId=tid, callerOrchestrator="tau", callerInstance="tau-2")
+    assert won["claimed"] is True and won["fencingToken"] == 1 and won["leaseExpiresAt"] > 0  # + the claim lease
     doc = tools.call("get_task", taskId=tid)
     assert (doc["assignedTo"], doc["assignedToInstance"], doc["status"]) == ("tau", "tau-2", "in_progress")
     assert doc["workSegments"][0]["orchestrator"] == "tau"

@@ -106,7 +106,8 @@ def test_one_open_segment_enforced_by_index(app):
 def test_checkout_reasons(app):
     db = app.db
     tid = new_task(db)
-    assert act(db, lifecycle.checkout_task, task_id=tid, caller="tau", instance="tau-1", now=T0) == {"claimed": True}
+    assert act(db, lifecycle.checkout_task, task_id=tid, caller="tau", instance="tau-1", now=T0) == {
+        "claimed": True, "leaseExpiresAt": T0 + lifecycle.DEFAULT_CLAIM_TTL_MS, "fencingToken": 1}
     r = row(db, tid)
     assert (r["status"], r["assignedTo"], r["assignedToInstance"]) == ("in_progress", "tau", "tau-1")
     lost = act(db, lifecycle.checkout_task, task_id=tid, caller="phi", instance=None, now=T0)

@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .domains.bundles.cli import add_commands as bundle_commands  # export, import, backup, restore
 
     parser.vp_handlers = bundle_commands(sub)  # type: ignore[attr-defined]
+    from .domains.leases import cli as leases_cli
+
+    leases_cli.add_parser(sub)  # leases (#22): guard install|uninstall|check
     return parser
 
 
@@ -117,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handlers = parser.vp_handlers  # type: ignore[attr-defined]
     try:
+        if args.command == "guard":  # leases (#22): before the DB check, an unreachable DB only warns
+            from .domains.leases.cli import run as run_guard
+
+            return run_guard(args)
         from .settings import Settings, check_db_path
 
         check_db_path(Settings.from_env().db_path)

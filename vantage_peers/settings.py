@@ -63,6 +63,8 @@ class Settings(BaseModel):
     max_segment_minutes: int = 8 * 60
     # Presence refresh is throttled so that a burst of calls costs one write, not one per call.
     presence_interval_seconds: float = 5.0
+    # Leases (#22): the TTL of the claim checkout_task grants, renewed by the holder's presence.
+    claim_ttl_seconds: int = 1800
     # HTTP / GitHub (used by `serve`).
     host: str = "127.0.0.1"  # HOST; 0.0.0.0 only when asked (see README "Remote teams / HTTP")
     port: int = 3000
@@ -128,6 +130,7 @@ class Settings(BaseModel):
             ("VP_SEARCH_BUDGET_MS", "search_budget_ms", int),
             ("VP_MAX_SEGMENT_MINUTES", "max_segment_minutes", int),
             ("VP_PRESENCE_INTERVAL_SECONDS", "presence_interval_seconds", float),
+            ("VP_CLAIM_TTL_SECONDS", "claim_ttl_seconds", int),  # leases (#22)
             ("PORT", "port", int),
             ("VP_GITHUB_RETRY_SECONDS", "github_retry_seconds", float),
             ("VP_ACCESS_TOKEN_TTL_SECONDS", "access_token_ttl_seconds", int),

@@ -1,7 +1,8 @@
 """`vantage-peers status`: the shared file at a glance, for a person at a terminal (or `--json`).
 
-Peers with their last seen, unread receipts per recipient, open tasks per assignee and the
-scheduler's jobs (cadence, and which process holds a job's lease right now).
+Peers with their last seen, unread receipts per recipient, open tasks per assignee, the
+scheduler's jobs (cadence, and which process holds a job's lease right now) and the leases in
+force (task claims, path reservations, slots) with their holders and expiry.
 """
 
 from __future__ import annotations
@@ -52,9 +53,12 @@ def collect(app: Any) -> dict[str, Any]:
                      "lastRunAt": state.get("lastFinishedAt"),
                      "lastStatus": state.get("lastStatus"), "nextRunAt": state.get("nextRunAt"),
                      "runCount": state.get("runCount", 0)})
+    from .domains.leases import store as leases  # leases (#22): claims, path reservations, slots in force
+
+    held = app.db.read(lambda c: leases.overview(c, now=now))
     return {"database": str(app.settings.db_path), "now": now, "peers": peers, "unread": unread,
             "openTasks": open_tasks, "jobs": jobs, "tickSeconds": app.settings.tick_seconds,
-            "recurring": overview["recurring"]}
+            "recurring": overview["recurring"], "leases": held}
 
 
 def _ago(now: int, then: int | None) -> str:
@@ -116,6 +120,15 @@ def render(data: dict[str, Any]) -> str:
         when = _in(now, t.get("nextRunAt"))
         out.append(f"  {when:>12}  {t.get('cronExpression', ''):<16} {t.get('assignedTo', ''):<12} {t.get('title', '')[:60]}")
     if not rec.get("nextDue"):
+        out.append("  (none)")
+    held = data.get("leases") or []
+    out += ["", f"leases in force ({len(held)}; task claims, path reservations, slots):"]
+    for lease in held:
+        who = lease["holder"] + (f"/{lease['holderInstance']}" if lease.get("holderInstance") else "")
+        what = f"{lease['kind']} {lease['key']}" + (f"  ({lease['repo']})" if lease.get("repo") else "")
+        out.append(f"  {what[:60]:<60} {who:<24} expires {_in(now, lease['expiresAt']):<9} "
+                   f"token {lease['fencingToken']}")
+    if not held:
         out.append("  (none)")
     return "\n".join(out) + "\n"
 

@@ -27,6 +27,7 @@ TOOLSETS: dict[str, str] = {
     "knowledge": "episodes, fix patterns and the component registry",
     "records": "diary, briefing notes, mandates, business units and the improvisation digest",
     "automation": "recurring tasks",
+    "coordination": "leases: task claim renewal, path reservations for coding agents, named slots",
     "github": "GitHub issues, repo mappings, deployments and error monitoring",
     "admin": "OKF bundles and iframe embed sessions",
     "extras": "tools of any domain not assigned to another toolset",
@@ -49,6 +50,7 @@ DOMAIN_TOOLSETS: dict[str, str] = {
     "business_units": "records",
     "improvisation": "records",
     "recurring": "automation",
+    "leases": "coordination",  # #22; not core (core is capped at 40 tools)
     "github": "github",
     "bundles": "admin",
     "iframe": "admin",

@@ -7,6 +7,7 @@ from typing import Any
 from ...db import Connection, dumps, loads
 from ...db.paging import keyset_page
 from ...ids import new_id, now_ms
+from ..leases import store as leases
 
 PEER_LITE = ("_id", "_creationTime", "id", "orchestratorId", "instanceId", "summary", "lastSeen")
 
@@ -34,10 +35,11 @@ def _upsert_instance(conn: Connection, orchestrator_id: str, instance_id: str | 
     )
 
 
-def touch(conn: Connection, *, orchestrator_id: str, instance_id: str | None) -> None:
-    """Register presence: the profile exists and this instance was seen now."""
+def touch(conn: Connection, *, orchestrator_id: str, instance_id: str | None, now: int | None = None) -> None:
+    """Register presence: the profile exists and this instance was seen now; its leases live on."""
     ensure_profile(conn, orchestrator_id)
     _upsert_instance(conn, orchestrator_id, instance_id)
+    leases.renew_for_holder(conn, holder=orchestrator_id, instance=instance_id, now=now or now_ms())
 
 
 def update_profile(

@@ -15,7 +15,7 @@ from ...db import Connection
 from ...errors import Forbidden, InvalidArgument, VantageError
 from ...ids import now_ms
 from ..missions import store as missions
-from . import segments
+from . import claims, segments
 from .issue_links import TaskDone
 from .rules import AUTO_GENERATED_SQL, OPEN_STATUSES, SYSTEM, rbac_denial, status_sql
 from .validation import NOTE_MAX_BYTES
@@ -105,6 +105,7 @@ def bulk_complete(conn: Connection, *, filter: Mapping[str, Any] | None, dry_run
         )
         if on_done is not None:  # the App's task-done hooks (issue links), in this transaction
             on_done(conn, {**row, "status": "done", "completionNote": note})
+        claims.release_claim(conn, task_id=row["id"], now=now, reason="completed", by=caller)  # leases (#22)
     for mission_id in {r["missionId"] for r in rows if r["missionId"]}:
         missions.complete_if_all_done(conn, mission_id, now)
     result["executedAt"] = now

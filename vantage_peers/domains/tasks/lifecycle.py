@@ -14,7 +14,7 @@ from ...db import Connection, dumps
 from ...errors import InvalidArgument, InvalidState
 from ...validators import Checker
 from ..missions import store as missions
-from . import segments
+from . import claims, segments
 from .issue_links import TaskDone
 from .rules import SYSTEM, TERMINAL_TASK, authorize
 from .store import apply_fields, require_task
@@ -25,6 +25,8 @@ from .validation import (
     raise_failures,
     update_failures,
 )
+
+DEFAULT_CLAIM_TTL_MS = 1_800_000  # VP_CLAIM_TTL_SECONDS overrides it in the tool
 
 
 def _refuse_if_caller_busy(conn: Connection, caller: str | None, task_id: str) -> None:
@@ -68,6 +70,7 @@ def finish(conn: Connection, task: Mapping[str, Any], *, note: str, now: int,
         "updatedAt = ? WHERE id = ?",
         (completed_at or now, note, actual_minutes, source, now, task["id"]),
     )
+    claims.release_claim(conn, task_id=task["id"], now=now, reason="completed", by=None)
     missions.complete_if_all_done(conn, task.get("missionId"), now)
     if on_done is not None:
         on_done(conn, {**task, "status": "done", "completionNote": note})
@@ -98,6 +101,7 @@ def pause_task(conn: Connection, *, task_id: str, caller: str | None, now: int) 
         raise InvalidState(f"task {task_id} has no open work segment (status {task['status']}): nothing to pause; "
                            "start_task opens one")
     _set_status(conn, task_id, "todo", now, ", paused = 1, pausedAt = ?2")
+    claims.release_claim(conn, task_id=task_id, now=now, reason="paused", by=caller)
 
 
 def resume_task(conn: Connection, *, task_id: str, caller: str | None, now: int) -> None:
@@ -115,6 +119,7 @@ def resume_task(conn: Connection, *, task_id: str, caller: str | None, now: int)
 def complete_task(conn: Connection, *, task_id: str, note: Any, caller: str | None, now: int,
                   max_minutes: int, on_done: TaskDone | None = None) -> None:
     task = require_task(conn, task_id)
+    claims.check_not_lost(conn, task, caller, now)  # LEASE_LOST before any other verdict
     raise_failures(completion_failures(conn, task, note, caller=caller, now=now, max_minutes=max_minutes))
     finish(conn, task, note=note, now=now, on_done=on_done)
 
@@ -130,6 +135,7 @@ def block_task(conn: Connection, *, task_id: str, reason: Any, caller: str | Non
     segments.close_segment(conn, task_id=task_id, now=now)
     conn.execute("UPDATE tasks SET status = 'blocked', blockedBy = ?, paused = 0, pausedAt = NULL, updatedAt = ? "
                  "WHERE id = ?", (reason, now, task_id))
+    claims.release_claim(conn, task_id=task_id, now=now, reason="blocked", by=caller)
 
 
 def add_dependency(conn: Connection, *, task_id: str, depends_on: Any, caller: str | None,
@@ -152,6 +158,8 @@ def update_task(conn: Connection, *, task_id: str, payload: Mapping[str, Any], n
                 max_minutes: int, on_done: TaskDone | None = None) -> None:
     """Partial update; a status change follows the lifecycle (segments, pause marker, completion)."""
     before = require_task(conn, task_id)
+    caller = payload.get("callerOrchestrator")
+    claims.check_not_lost(conn, before, caller if isinstance(caller, str) else None, now)
     raise_failures(update_failures(conn, before, payload, now=now, max_minutes=max_minutes))
     apply_fields(conn, task_id=task_id, payload=payload, now=now)
     status = payload.get("status")
@@ -168,6 +176,7 @@ def update_task(conn: Connection, *, task_id: str, payload: Mapping[str, Any], n
             segments.close_segment(conn, task_id=task_id, now=now)
             keep_blocker = ", blockedBy = NULL" if status != "blocked" else ""
             _set_status(conn, task_id, status, now, f", paused = 0, pausedAt = NULL{keep_blocker}")
+            claims.release_claim(conn, task_id=task_id, now=now, reason=status, by=None)
     # A task cancelled or moved to another mission may leave only done tasks behind in its mission;
     # re-check it so that completion does not depend on the order of the calls.
     moved = payload.get("missionId") not in (None, before["missionId"])
@@ -176,9 +185,11 @@ def update_task(conn: Connection, *, task_id: str, payload: Mapping[str, Any], n
 
 
 def checkout_task(conn: Connection, *, task_id: str, caller: str, instance: str | None,
-                  now: int) -> dict[str, Any]:
+                  now: int, ttl: int = DEFAULT_CLAIM_TTL_MS) -> dict[str, Any]:
     """Claim a todo, non-paused task. The decision is the single conditional UPDATE below, so when
-    many agents race (in any number of processes) exactly one changes the row."""
+    many agents race (in any number of processes) exactly one changes the row. The winner gets a
+    claim lease of `ttl` ms (claims.py); a lapsed claim is expired first, so its task is claimable."""
+    claims.expire_task(conn, task_id=task_id, now=now)
     claimed = conn.execute(
         "UPDATE tasks SET status = 'in_progress', assignedTo = ?, assignedToInstance = ?, "
         "startedAt = coalesce(startedAt, ?), blockedBy = NULL, updatedAt = ? "
@@ -188,7 +199,8 @@ def checkout_task(conn: Connection, *, task_id: str, caller: str, instance: str 
     if claimed:
         segments.close_segment(conn, task_id=task_id, now=now)
         segments.open_segment(conn, task_id=task_id, who=caller, now=now)
-        return {"claimed": True}
+        lease = claims.grant_claim(conn, task_id=task_id, caller=caller, instance=instance, ttl=ttl, now=now)
+        return {"claimed": True, "leaseExpiresAt": lease["leaseExpiresAt"], "fencingToken": lease["fencingToken"]}
     task = require_task(conn, task_id)
     if task["paused"]:
         reason = (f"task is paused by its owner {task['assignedTo']}: it stays reserved to them, and they "

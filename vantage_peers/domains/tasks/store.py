@@ -13,7 +13,7 @@ from ...rbac import require
 from ...search.fts import fts_query
 from ...search.keyword import keyword_docs
 from ..missions import store as missions
-from . import segments
+from . import claims, segments
 from .rules import AUTO_GENERATED_SQL, OPEN_STATUSES, TASK_LITE, status_sql
 from .validation import create_failures, load_task, raise_failures
 
@@ -66,6 +66,8 @@ def get_task(conn: Connection, *, task_id: str) -> dict[str, Any] | None:
         return None
     doc = task_doc(task)
     doc["workSegments"] = segments.list_segments(conn, task_id=task_id)
+    claim, notes = claims.claim_of(conn, task_id, now_ms()), claims.notes_of(conn, task_id)  # leases (#22)
+    doc.update({"claim": claim} if claim else {}, **({"notes": notes} if notes else {}))
     deps = task["dependsOn"]
     if deps:
         marks = ",".join("?" for _ in deps)
@@ -112,6 +114,7 @@ def delete_task(conn: Connection, *, task_id: str, caller: str) -> dict[str, Any
         (task_id,),
     )
     conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+    claims.release_claim(conn, task_id=task_id, now=now_ms(), reason="deleted", by=caller)  # leases (#22)
     # The deleted task may have been the last one not done in its mission.
     missions.complete_if_all_done(conn, task["missionId"], now_ms())
     return {"deleted": True}

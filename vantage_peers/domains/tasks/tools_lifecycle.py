@@ -13,6 +13,7 @@ from ...errors import InvalidArgument
 from ...ids import now_ms
 from ...policy import Owns
 from ...validators import Failure
+from ..leases.store import ttl_ms as lease_ttl
 from . import bulk, lifecycle
 from .validation import completion_failures, create_failures, load_task, update_failures
 
@@ -104,15 +105,18 @@ def register(app: App) -> None:
     @app.tool("write", identity="callerOrchestrator", instance="callerInstance",
               owns=Owns("task claim", "taskId", ("creator", "assignee"), action="check out", unclaimed="assignee"))
     def checkout_task(taskId: str, callerOrchestrator: str | None = None,
-                      callerInstance: str | None = None) -> dict[str, Any]:
+                      callerInstance: str | None = None, claimTtlSeconds: int | None = None) -> dict[str, Any]:
         """Atomically claim a todo task (it becomes in_progress and yours); returns `{claimed, reason?}`.
 
-        Exactly one of many racing agents wins; a paused task stays with its owner.
+        Exactly one of many racing agents wins; a paused task stays with its owner. A win is a lease
+        (`leaseExpiresAt`, `fencingToken`) your calls renew.
         """
         caller = callerOrchestrator
         instance, now = callerInstance, now_ms()
+        ttl = lease_ttl(app.settings.claim_ttl_seconds if claimTtlSeconds is None else claimTtlSeconds,
+                        "claimTtlSeconds")
         return db.write(lambda c: lifecycle.checkout_task(c, task_id=taskId, caller=caller, instance=instance,
-                                                          now=now))
+                                                          now=now, ttl=ttl))
 
     @app.tool("destructive", identity="callerOrchestrator", identity_required=False)
     def bulk_complete_tasks(
