@@ -63,6 +63,9 @@ def test_tasks_table_structure_badges_and_french_labels(tools, app):
     fr = read(tools, "ui://vp/v1/tasks-table?assignedTo=sigma&status=in_progress&lang=fr")
     assert 'lang="fr"' in fr and ">Titre<" in fr and ">Attribué à<" in fr and "1 tâche" in fr
     assert fr.count("<tr>") == 2  # header + the one in_progress task
+    # the badge shows the status in the page's language, never the raw enum value
+    assert ">en cours</span>" in fr and ">in_progress<" not in fr
+    assert ">in progress</span>" in en and ">to do</span>" in en
 
 
 def test_french_labels_on_every_primitive(tools):
