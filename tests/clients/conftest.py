@@ -19,8 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import install  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[2]
+from client_env import ROOT  # noqa: E402,F401
 
 
 @pytest.fixture(scope="session")
@@ -50,7 +49,7 @@ def closed_port() -> int:
 @pytest.fixture
 def sealed_env(tmp_path, clients, uv_cache) -> dict[str, str]:
     home = tmp_path / "home"
-    home.mkdir()
+    (home / ".codex").mkdir(parents=True)  # Codex refuses a CODEX_HOME that does not exist
     dead = f"http://127.0.0.1:{closed_port()}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VP_", "ANTHROPIC_", "OPENAI_", "CLAUDE"))}
     env.update({
@@ -69,8 +68,3 @@ def sealed_env(tmp_path, clients, uv_cache) -> dict[str, str]:
         "VP_DB_PATH": str(tmp_path / "vp.db"), "VP_SCHEDULER": "off",
     })
     return env
-
-
-def run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, check=False)

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import install
-from conftest import ROOT, run
+from client_env import ROOT, run
 from git_http import serve_repository, snapshot
 from http_helpers import MASTER, script, serving
 

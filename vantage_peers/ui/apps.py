@@ -10,7 +10,8 @@ For hosts that render MCP Apps (Claude, ChatGPT, VS Code, Goose):
   the view shows. The text content is untouched.
 Both only for a client that negotiated the extension (`capabilities.extensions` with the
 `text/html;profile=mcp-app` MIME type): every other client gets the listing and results it always
-got, byte for byte.
+got, byte for byte. Over stateless HTTP a handshake-era client's capabilities are not known on
+each POST: the listing then carries the links and the results stay plain.
   A host that drops result `_meta` gets the view to read the templated `ui://vp/v1/<primitive>`
   resource through the bridge instead (same filters as the tool call).
 """
@@ -172,13 +173,22 @@ def with_ui_meta(tools: list[Tool]) -> list[Tool]:
             if t.name in EMITTERS else t for t in tools]
 
 
+def apps_support(ctx: Any) -> bool | None:
+    """True/False from the client's capabilities; None when they are unknown — a stateless HTTP
+    POST of a handshake-era client (its initialize went in another request)."""
+    session = getattr(ctx, "session", None)
+    if session is None or session.client_capabilities is None:
+        return None
+    return client_supports_apps(ctx)
+
+
 class VantageApps(Apps):
     """The SDK's Apps extension (resources + capability) plus: only for a client that negotiated
     Apps, the fragment in emitting tools' results. Clients without Apps get byte-identical results."""
 
     async def intercept_tool_call(self, params: Any, ctx: Any, call_next: Any) -> Any:
         result = await call_next(ctx)
-        if params.name in EMITTERS and isinstance(result, CallToolResult) and client_supports_apps(ctx):
+        if params.name in EMITTERS and isinstance(result, CallToolResult) and apps_support(ctx) is True:
             return with_fragment(params.name, result)
         return result
 
@@ -204,7 +214,9 @@ def register_apps(app: Any, mcp: Any) -> None:
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         result = await plain(ctx, params)
-        if isinstance(result, ListToolsResult) and client_supports_apps(ctx):
+        # unknown capabilities: announce the link (a few dozen bytes per emitting tool) — the view
+        # then reads the templated resource through the bridge, as no fragment rides in the result
+        if isinstance(result, ListToolsResult) and apps_support(ctx) is not False:
             return result.model_copy(update={"tools": with_ui_meta(result.tools)})
         return result
 
