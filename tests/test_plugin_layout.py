@@ -216,7 +216,7 @@ def test_no_path_points_outside_the_plugin():
     # server/ holds the only symlinks, to the package at the repository root: Claude Code copies
     # their targets into the plugin cache (proven by tests/clients/test_claude_code.py)
     server = PLUGIN / "server"
-    assert {p.name for p in server.iterdir()} == set(SERVER_LINKS)
+    assert {p.name for p in server.iterdir() if not p.name.startswith(".")} == set(SERVER_LINKS)  # .venv: ignored
     for name in SERVER_LINKS:
         assert (server / name).is_symlink() and (server / name).resolve() == (ROOT / name).resolve()
     files = [p for p in PLUGIN.rglob("*") if (p.is_file() or p.is_symlink()) and server not in p.parents
