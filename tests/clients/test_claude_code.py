@@ -5,9 +5,11 @@ a stdio entry and an HTTP entry with a bearer connected — all with no network 
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import install
+import pytest
 from client_env import ROOT, run
 from git_http import serve_repository, snapshot
 from http_helpers import MASTER, script, serving
@@ -31,6 +33,8 @@ def test_plugin_and_marketplace_validate(sealed_env, tmp_path):
 
 
 def test_marketplace_install_then_every_server_connects(sealed_env, tmp_path):
+    if shutil.which("uv", path=sealed_env["PATH"]) is None:
+        pytest.skip("uv is not on PATH: the plugin's .mcp.json runs `uv` (install it with pip install uv)")
     project = tmp_path / "project"
     project.mkdir()
     repo = snapshot(ROOT, tmp_path / "snapshot")
