@@ -208,3 +208,38 @@ def test_without_the_test_setting_loopback_and_http_are_refused():
                                             ("no-store", 0), ("no-cache", 0), (None, cimd.DEFAULT_TTL_S)])
 def test_cache_lifetime_from_headers(header, seconds):
     assert cimd.cache_seconds(header) == seconds
+
+
+def test_https_certificate_is_verified(tmp_path):
+    """The pinned TLS connection checks the certificate against the URL's host: a self-signed one fails."""
+    import datetime
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+            .sign(key, hashes.SHA256()))
+    (tmp_path / "c.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "k.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                       serialization.NoEncryption()))
+    docs = Docs()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "c.pem", tmp_path / "k.pem")
+    docs.httpd.socket = context.wrap_socket(docs.httpd.socket, server_side=True)
+    url = f"https://localhost:{docs.httpd.server_port}/clients/tls.json"
+    docs.routes["/clients/tls.json"] = (200, {}, json.dumps({"client_id": url, "redirect_uris": [REDIRECT]}).encode())
+    try:
+        with pytest.raises(cimd.CimdRefused, match="CERTIFICATE_VERIFY_FAILED|certificate"):
+            cimd.fetch(url, test_loopback=True)
+    finally:
+        docs.httpd.shutdown()
+    assert docs.hits == {}  # the handshake failed: no request was served
