@@ -244,3 +244,25 @@ def _strings(value):
     elif isinstance(value, list):
         for v in value:
             yield from _strings(v)
+
+
+def test_sdist_and_wheel_still_hold_the_package(tmp_path):
+    """plugin/server links to the package; the build must neither drop vantage_peers/ (hatch
+    de-duplicates by real path) nor ship it twice."""
+    import shutil
+    import subprocess
+    import tarfile
+    import zipfile
+
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not on PATH")
+    done = subprocess.run([uv, "build", "-q", "--offline", "-o", str(tmp_path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (sdist,) = tmp_path.glob("*.tar.gz")
+    names = tarfile.open(sdist).getnames()
+    assert any(n.endswith("/vantage_peers/cli.py") and "/plugin/" not in n for n in names)
+    assert not any("/plugin/server/" in n for n in names)
+    (wheel,) = tmp_path.glob("*.whl")
+    assert "vantage_peers/cli.py" in zipfile.ZipFile(wheel).namelist()
