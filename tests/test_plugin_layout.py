@@ -261,8 +261,10 @@ def test_sdist_and_wheel_still_hold_the_package(tmp_path):
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     (sdist,) = tmp_path.glob("*.tar.gz")
-    names = tarfile.open(sdist).getnames()
+    with tarfile.open(sdist) as archive:
+        names = archive.getnames()
     assert any(n.endswith("/vantage_peers/cli.py") and "/plugin/" not in n for n in names)
     assert not any("/plugin/server/" in n for n in names)
     (wheel,) = tmp_path.glob("*.whl")
-    assert "vantage_peers/cli.py" in zipfile.ZipFile(wheel).namelist()
+    with zipfile.ZipFile(wheel) as archive:
+        assert "vantage_peers/cli.py" in archive.namelist()
