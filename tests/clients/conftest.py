@@ -59,6 +59,7 @@ def sealed_env(tmp_path, clients, uv_cache) -> dict[str, str]:
         # Claude Code: no auto-update, telemetry, error reports or other non-essential traffic
         "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_NON_ESSENTIAL_MODEL_CALLS": "1",
+        "MCP_TIMEOUT": "120000",  # a slow machine: the plugin's first start creates its venv
         # anything that still tries the outside goes to a closed loopback port; loopback stays direct
         "HTTP_PROXY": dead, "HTTPS_PROXY": dead, "http_proxy": dead, "https_proxy": dead,
         "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
