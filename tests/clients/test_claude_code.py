@@ -74,5 +74,12 @@ def test_marketplace_install_then_every_server_connects(sealed_env, tmp_path):
         # the test can fail: a server that refuses the bearer is not reported connected
         assert "✔ Connected" not in status_line(listed.stdout, "vp-wrong-bearer"), listed.stdout
 
-        details = run(claude("plugin", "list"), sealed_env, project)
-        assert re.search(r"vantage-peers@vantage-peers[\s\S]*enabled", details.stdout, re.I), details.stdout
+        listed_plugins = run(claude("plugin", "list"), sealed_env, project)
+        assert re.search(r"vantage-peers@vantage-peers[\s\S]*enabled", listed_plugins.stdout, re.I), listed_plugins
+        # each workflow once: 9 skills (the command wrappers made Claude Code count 18)
+        details = run(claude("plugin", "details", "vantage-peers@vantage-peers"), sealed_env, project)
+        assert details.returncode == 0, details
+        skills = re.search(r"Skills \((\d+)\)\s+(.+)", details.stdout)
+        assert skills and skills.group(1) == "9", details.stdout
+        names = [n.strip() for n in skills.group(2).split(",")]
+        assert len(names) == len(set(names)) == 9 and "Commands" not in details.stdout
