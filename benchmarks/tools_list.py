@@ -22,6 +22,7 @@ from mcp.types import ListToolsResult
 from vantage_peers import toolsets
 from vantage_peers.server import INSTRUCTIONS, create_app
 from vantage_peers.settings import Settings
+from vantage_peers.ui.apps import with_ui_meta
 
 try:
     import bpe_openai
@@ -38,7 +39,7 @@ def tokens(text: str, name: str = "o200k_base") -> int | None:
     return len(enc.encode(text)) if enc is not None else None
 
 
-def measure(chosen: tuple[str, ...], db: Path) -> tuple[int, int, str]:
+def measure(chosen: tuple[str, ...], db: Path, apps_host: bool = False) -> tuple[int, int, str]:
     settings = Settings.from_env({}, dotenv=False).model_copy(
         update={"db_path": db, "scheduler": False, "toolsets": chosen})
     app = create_app(settings)
@@ -46,6 +47,8 @@ def measure(chosen: tuple[str, ...], db: Path) -> tuple[int, int, str]:
         tools = anyio.run(app.mcp.list_tools)
     finally:
         app.db.close()
+    if apps_host:  # what a client that negotiated MCP Apps receives (_meta.ui on six tools)
+        tools = with_ui_meta(tools)
     wire = ListToolsResult(tools=tools).model_dump_json(by_alias=True, exclude_none=True)
     return len(tools), len(wire.encode("utf-8")), wire
 
@@ -70,6 +73,8 @@ def main() -> None:
                 print(row("VP_TOOLSETS=core," + name, n, s, w))
         core_n, core_s, core_w = measure(("core",), db)
         print(row("VP_TOOLSETS=core", core_n, core_s, core_w))
+        print(row("all, MCP Apps host", *measure(("all",), db, apps_host=True)))
+        print(row("core, MCP Apps host", *measure(("core",), db, apps_host=True)))
         instr = len(INSTRUCTIONS.encode("utf-8"))
         print(row("server instructions", 1, instr, INSTRUCTIONS))
         listed = json.loads(wire)["tools"]
