@@ -50,13 +50,20 @@ def install() -> str | None:
         return "npm is not installed: the real-client tests need npm to fetch the clients"
     env = {**os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false",
            "npm_config_audit": "false"}
+    try:  # one quick look first: an unreachable registry must not cost minutes of npm retries
+        ping = subprocess.run([npm, "ping"], env=env, capture_output=True, text=True, timeout=30, check=False)
+    except subprocess.TimeoutExpired:
+        return "npm ping timed out: the npm registry cannot be reached"
+    if ping.returncode != 0:
+        return "npm ping failed: the npm registry cannot be reached"
     if binary("node22").exists():  # later installs run their scripts with Node 22
         env["PATH"] = f"{node_bin_dir()}{os.pathsep}{env.get('PATH', '')}"
     for name in todo:
         prefix = clients_dir() / name
         prefix.mkdir(parents=True, exist_ok=True)
         try:
-            done = subprocess.run([npm, "install", "--prefix", str(prefix), "--no-save", CLIENTS[name][0]],
+            done = subprocess.run([npm, "install", "--prefix", str(prefix), "--no-save", "--fetch-retries=2",
+                                   "--fetch-timeout=60000", CLIENTS[name][0]],
                                   env=env, capture_output=True, text=True, timeout=600, check=False)
         except subprocess.TimeoutExpired:
             return f"npm install {CLIENTS[name][0]} timed out: the npm registry could not be reached"
