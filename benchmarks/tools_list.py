@@ -1,10 +1,13 @@
-"""Size of `tools/list` as a client receives it: the full surface, `core`, and each toolset.
+"""Size of `tools/list` as a client receives it — bytes and real tokens — plus the server instructions.
 
     uv run python benchmarks/tools_list.py
 
-Targets (issue 10): the full surface at most 0.7 KB per tool on average; `VP_TOOLSETS=core` at
-most 25 KB. Bytes are the compact JSON of the ListToolsResult (what goes on the wire); tokens
-are estimated at 4 bytes each.
+Targets (issue 24): the full surface <= 50 KB, `VP_TOOLSETS=core` <= 20 KB and <= 40 tools (Cursor's
+cap), the server instructions (the one text deferred-tool clients always load) <= 2 KB. Bytes are the
+compact JSON of the ListToolsResult (what goes on the wire). Tokens are counted offline with
+`bpe-openai` (a dev dependency: the Rust BPE with OpenAI's o200k_base / cl100k_base ranks built in;
+`tiktoken` downloads its encodings at run time, so it cannot count offline). Anthropic's tokenizer
+is not published; o200k_base is the usual proxy.
 """
 
 from __future__ import annotations
@@ -17,11 +20,26 @@ import anyio
 from mcp.types import ListToolsResult
 
 from vantage_peers import toolsets
-from vantage_peers.server import create_app
+from vantage_peers.server import INSTRUCTIONS, create_app
 from vantage_peers.settings import Settings
+from vantage_peers.ui.apps import with_ui_meta
+
+try:
+    import bpe_openai
+
+    ENCODINGS = {name: bpe_openai.get_encoding(name) for name in ("o200k_base", "cl100k_base")}
+except ImportError:  # run without the dev group: bytes only
+    ENCODINGS = {}
+
+ALL_MAX, CORE_MAX, CORE_TOOLS_MAX, INSTRUCTIONS_MAX = 50_000, 20_000, 40, 2_048
 
 
-def measure(chosen: tuple[str, ...], db: Path) -> tuple[int, int, str]:
+def tokens(text: str, name: str = "o200k_base") -> int | None:
+    enc = ENCODINGS.get(name)
+    return len(enc.encode(text)) if enc is not None else None
+
+
+def measure(chosen: tuple[str, ...], db: Path, apps_host: bool = False) -> tuple[int, int, str]:
     settings = Settings.from_env({}, dotenv=False).model_copy(
         update={"db_path": db, "scheduler": False, "toolsets": chosen})
     app = create_app(settings)
@@ -29,36 +47,63 @@ def measure(chosen: tuple[str, ...], db: Path) -> tuple[int, int, str]:
         tools = anyio.run(app.mcp.list_tools)
     finally:
         app.db.close()
+    if apps_host:  # what a client that negotiated MCP Apps receives (_meta.ui on six tools)
+        tools = with_ui_meta(tools)
     wire = ListToolsResult(tools=tools).model_dump_json(by_alias=True, exclude_none=True)
     return len(tools), len(wire.encode("utf-8")), wire
+
+
+def row(label: str, n: int, size: int, wire: str) -> str:
+    o200k, cl100k = tokens(wire), tokens(wire, "cl100k_base")
+    return (f"{label:<28} {n:>5} {size:>8} {size / max(n, 1):>7.0f} "
+            f"{o200k if o200k is not None else '-':>8} {cl100k if cl100k is not None else '-':>8}")
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
         count, size, wire = measure(("all",), db)
-        print(f"{'configuration':<28} {'tools':>5} {'bytes':>8} {'B/tool':>7} {'~tokens':>8}")
-        print(f"{'VP_TOOLSETS=all':<28} {count:>5} {size:>8} {size / count:>7.0f} {size // 4:>8}")
+        print(f"{'configuration':<28} {'tools':>5} {'bytes':>8} {'B/tool':>7} {'o200k':>8} {'cl100k':>8}")
+        print(row("VP_TOOLSETS=all", count, size, wire))
         for name in toolsets.TOOLSETS:
             if name == toolsets.CORE:
                 continue
-            n, s, _ = measure(toolsets.parse_toolsets(name), db)
+            n, s, w = measure(toolsets.parse_toolsets(name), db)
             if n:
-                print(f"{'VP_TOOLSETS=core,' + name:<28} {n:>5} {s:>8} {s / n:>7.0f} {s // 4:>8}")
-        n, s, _ = measure(("core",), db)
-        print(f"{'VP_TOOLSETS=core':<28} {n:>5} {s:>8} {s / n:>7.0f} {s // 4:>8}")
+                print(row("VP_TOOLSETS=core," + name, n, s, w))
+        core_n, core_s, core_w = measure(("core",), db)
+        print(row("VP_TOOLSETS=core", core_n, core_s, core_w))
+        print(row("all, MCP Apps host", *measure(("all",), db, apps_host=True)))
+        print(row("core, MCP Apps host", *measure(("core",), db, apps_host=True)))
+        instr = len(INSTRUCTIONS.encode("utf-8"))
+        print(row("server instructions", 1, instr, INSTRUCTIONS))
         listed = json.loads(wire)["tools"]
         generated_titles = wire.count('Arguments"') + wire.count('Output"')
         nullable = sum(json.dumps(t["inputSchema"], separators=(",", ":")).count('{"type":"null"}') for t in listed)
         print(f"\ngenerated schema titles left: {generated_titles}; nullable anyOf left in input schemas: {nullable} "
               "(output schemas keep null where a tool really returns null)")
+
         def size_of(tool: dict) -> int:
             return len(json.dumps(tool, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
 
         biggest = sorted(listed, key=size_of, reverse=True)[:5]
         print("largest tools: " + ", ".join(f"{t['name']} ({size_of(t)} B)" for t in biggest))
-        print(f"\ntargets: all <= 700 B/tool -> {'met' if size / count <= 700 else 'MISSED'}; "
-              f"core <= 25,000 B -> {'met' if s <= 25_000 else 'MISSED'}")
+        descriptions = sum(len((t.get("description") or "").encode()) for t in listed)
+        schemas = sum(len(json.dumps(t.get("inputSchema"), separators=(",", ":")).encode()) for t in listed)
+        outputs = sum(len(json.dumps(t.get("outputSchema"), separators=(",", ":")).encode())
+                      for t in listed if t.get("outputSchema"))
+        print(f"where the bytes are: descriptions {descriptions} B, input schemas {schemas} B, "
+              f"output schemas {outputs} B")
+
+        def verdict(ok: bool) -> str:
+            return "met" if ok else "MISSED"
+
+        print(f"\ntargets: all <= {ALL_MAX:,} B -> {verdict(size <= ALL_MAX)} ({size / ALL_MAX:.2f}x); "
+              f"core <= {CORE_MAX:,} B -> {verdict(core_s <= CORE_MAX)} ({core_s / CORE_MAX:.2f}x); "
+              f"core <= {CORE_TOOLS_MAX} tools -> {verdict(core_n <= CORE_TOOLS_MAX)} ({core_n}); "
+              f"instructions <= {INSTRUCTIONS_MAX:,} B -> {verdict(instr <= INSTRUCTIONS_MAX)} ({instr} B)")
+        if not ENCODINGS:
+            print("(token columns need the dev group: uv sync)")
 
 
 if __name__ == "__main__":

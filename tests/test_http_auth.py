@@ -115,12 +115,15 @@ def test_health_and_discovery_documents(server):
 
 
 def test_mcp_without_or_with_a_bad_token_is_401_with_resource_metadata(server):
-    expected = f'Bearer resource_metadata="{server.base}/.well-known/oauth-protected-resource"'
+    expected = (f'Bearer resource_metadata="{server.base}/.well-known/oauth-protected-resource", '
+                'scope="mcp:full"')
+    rejected = expected + ', error="invalid_token", error_description="the bearer token is invalid or expired"'
+    # no credentials: the challenge names where to authorize and the scope, but no error code (RFC 6750)
     for headers in ({}, {"Authorization": "Bearer " + "0" * 64}, {"Authorization": "Bearer x"},
                     {"Authorization": "Basic Zm9vOmJhcg=="}, {"Authorization": f"Bearer {MASTER[:-1]}"}):
         r = server.http("POST", "/mcp", headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         assert r.status_code == 401
-        assert r.headers["www-authenticate"] == expected
+        assert r.headers["www-authenticate"] == (rejected if headers else expected), headers
         assert r.json() == {"error": "invalid_token", "error_description": "Bearer token is missing or invalid"}
 
 
@@ -329,7 +332,9 @@ def test_admin_routes_need_the_master_bearer(server):
         r = server.http(method, path, headers={"Authorization": f"Bearer {token}"})
         assert r.status_code == 403 and r.json()["error_description"].startswith("FORBIDDEN:")
     seeded = server.master("POST", "/admin/oauth/seed-profiles").json()
-    assert {"master", "client-generic", "public-readonly", "marie-iris-rh"} <= set(seeded["profiles"])
+    assert {"master", "client-generic", "public-readonly", "project-example"} <= set(seeded["profiles"])
+    # only generic examples: no customer's or person's profile ships with the server
+    assert not any("marie" in p or "iris" in p for p in seeded["profiles"])
     assert server.master("POST", "/admin/oauth/seed-profiles").json()["seeded"] == []
     assert server.master("POST", "/admin/oauth/clients", json={"name": "x", "scopeProfile": "master"}).status_code == 400
     assert server.master("POST", "/admin/oauth/clients", json={"name": "x", "scopeProfile": "nope"}).status_code == 404

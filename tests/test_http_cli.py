@@ -90,6 +90,9 @@ def test_token_cli_creates_lists_elevates_and_revokes(tmp_path, monkeypatch, cap
     assert json.loads(gone.stdout) == {"revokedClient": True, "revokedTokens": 0, "revokedRefresh": 0}
     seeded = json.loads(tok("profile", "seed").stdout)["seeded"]
     assert "client-generic" in seeded and "cedar-agent" not in seeded
+    # `token profile seed` installs generic examples only (issue 24: no customer's profile)
+    assert set(seeded) <= {"client-generic", "public-readonly", "project-example", "clerk-user", "master"}
+    assert "marie-iris-rh" not in seeded
     # The console script is wired to the same command.
     script_list = run(["token", "list"], env, tmp_path)
     assert script_list.returncode == 0 and len(json.loads(script_list.stdout)) == 3

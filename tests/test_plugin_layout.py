@@ -1,7 +1,7 @@
 """The Claude Code plugin's files, against a small schema of our own matching Claude Code's
 documented structure: `.claude-plugin/plugin.json`, the repository's `.claude-plugin/marketplace.json`,
-`hooks/hooks.json`, `.mcp.json`, skills, commands and the agent. Also: the generated skills and
-commands are in sync with the workflow table, every command maps to a skill, every tool named
+`hooks/hooks.json`, `.mcp.json`, skills and the agent. Also: the generated skills are in sync
+with the workflow table, there are no command wrappers, every tool named
 exists, and no path points outside the plugin.
 """
 
@@ -144,7 +144,17 @@ def test_mcp_server_wiring():
     servers = load(PLUGIN / ".mcp.json")["mcpServers"]
     assert set(servers) == {"vantage-peers"}
     stdio = servers["vantage-peers"]
-    assert stdio["command"] == "uvx" and stdio["args"] == ["vantage-peers"] and "type" not in stdio
+    # the server runs from the package the install copied (plugin/server), locked versions, no index
+    # look-up of the name "vantage-peers" (nobody else's package can be run in its place)
+    assert stdio["command"] == "uv" and "type" not in stdio
+    assert stdio["args"][:3] == ["run", "--frozen", "--no-dev"] and stdio["args"][-1] == "vantage-peers"
+    project = stdio["args"][stdio["args"].index("--project") + 1]
+    assert project == "${CLAUDE_PLUGIN_ROOT}/server"
+    server = PLUGIN / "server"
+    assert (server / "pyproject.toml").resolve() == (ROOT / "pyproject.toml").resolve()
+    assert (server / "uv.lock").resolve() == (ROOT / "uv.lock").resolve()
+    assert (server / "vantage_peers" / "cli.py").resolve() == (ROOT / "vantage_peers" / "cli.py").resolve()
+    assert "vantage-peers" not in " ".join(a for a in stdio["args"] if a != "vantage-peers")
     for name, value in stdio["env"].items():
         assert value == "${" + name + ":-}"  # empty when unset: the server treats "" as not configured
     http = load(PLUGIN / "templates" / "mcp-http.json")["mcpServers"]["vantage-peers"]
@@ -157,8 +167,10 @@ def test_generated_skills_and_commands_are_in_sync():
     for rel, text in expected.items():
         path = PLUGIN / rel
         assert path.read_text(encoding="utf-8") == text, f"{rel} is stale: run python -m vantage_peers.prompts.plugin"
-    on_disk = {str(p.relative_to(PLUGIN)) for d in ("skills", "commands") for p in (PLUGIN / d).rglob("*") if p.is_file()}
+    on_disk = {str(p.relative_to(PLUGIN)) for p in (PLUGIN / "skills").rglob("*") if p.is_file()}
     assert on_disk == set(expected)
+    # a skill is its own slash command: no commands/ that only wrap the skills (each workflow once)
+    assert not (PLUGIN / "commands").exists()
 
 
 def test_skills_frontmatter():
@@ -171,18 +183,6 @@ def test_skills_frontmatter():
         for phrase in workflow.triggers:
             assert f'"{phrase}"' in fields["description"]
         assert workflow.body in body and "$ARGUMENTS" in body
-
-
-def test_every_command_maps_to_an_existing_skill():
-    commands = sorted((PLUGIN / "commands").glob("*.md"))
-    assert len(commands) == 9
-    for path in commands:
-        fields, body = frontmatter(path.read_text(encoding="utf-8"))
-        assert fields["description"] and "$ARGUMENTS" in body
-        targets = set(re.findall(r"\bvantage-peers:([a-z0-9-]+)\b", body))
-        assert targets == {path.stem}, (path.name, targets)
-        skill = PLUGIN / "skills" / path.stem / "SKILL.md"
-        assert skill.is_file() and frontmatter(skill.read_text(encoding="utf-8"))[0]["name"] == path.stem
 
 
 def test_agent_definition():
@@ -198,6 +198,8 @@ def test_every_tool_the_plugin_names_exists(tools):
     names = set(tools.listed)
     seen = set()
     for path in PLUGIN.rglob("*.md"):
+        if (PLUGIN / "server") in path.parents:
+            continue  # the package's own README, linked in for the server
         refs = tool_refs(path.read_text(encoding="utf-8"))
         assert refs <= names, (str(path.relative_to(PLUGIN)), sorted(refs - names))
         seen |= refs
@@ -206,12 +208,22 @@ def test_every_tool_the_plugin_names_exists(tools):
     assert len(seen) >= 60  # the expert agent's catalog alone names most of the server
 
 
+SERVER_LINKS = ("pyproject.toml", "uv.lock", "README.md", "LICENSE", "schema.sql", "vantage_peers")
+
+
 def test_no_path_points_outside_the_plugin():
     root = PLUGIN.resolve()
-    files = [p for p in PLUGIN.rglob("*") if p.is_file() or p.is_symlink()]
+    # server/ holds the only symlinks, to the package at the repository root: Claude Code copies
+    # their targets into the plugin cache (proven by tests/clients/test_claude_code.py)
+    server = PLUGIN / "server"
+    assert {p.name for p in server.iterdir() if not p.name.startswith(".")} == set(SERVER_LINKS)  # .venv: ignored
+    for name in SERVER_LINKS:
+        assert (server / name).is_symlink() and (server / name).resolve() == (ROOT / name).resolve()
+    files = [p for p in PLUGIN.rglob("*") if (p.is_file() or p.is_symlink()) and server not in p.parents
+             and p != server]
     assert files
     for path in files:
-        assert path.resolve().is_relative_to(root), path  # no symlink escapes
+        assert path.resolve().is_relative_to(root), path  # no other symlink escapes
         if path.suffix in (".json", ".md", ".py", ".append"):
             text = path.read_text(encoding="utf-8")
             for ref in re.findall(r"\$\{CLAUDE_PLUGIN_ROOT\}/([^\"'\s)\\]+)", text):
@@ -232,3 +244,27 @@ def _strings(value):
     elif isinstance(value, list):
         for v in value:
             yield from _strings(v)
+
+
+def test_sdist_and_wheel_still_hold_the_package(tmp_path):
+    """plugin/server links to the package; the build must neither drop vantage_peers/ (hatch
+    de-duplicates by real path) nor ship it twice."""
+    import shutil
+    import subprocess
+    import tarfile
+    import zipfile
+
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not on PATH")
+    done = subprocess.run([uv, "build", "-q", "--offline", "-o", str(tmp_path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (sdist,) = tmp_path.glob("*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = archive.getnames()
+    assert any(n.endswith("/vantage_peers/cli.py") and "/plugin/" not in n for n in names)
+    assert not any("/plugin/server/" in n for n in names)
+    (wheel,) = tmp_path.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        assert "vantage_peers/cli.py" in archive.namelist()

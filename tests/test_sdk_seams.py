@@ -60,3 +60,12 @@ def test_the_tool_we_subclass_keeps_its_contract():
 
 def test_the_auth_contextvar_reaches_us():
     assert sdk.current_principal() is None  # no request: stdio, in-process
+
+
+def test_extension_and_handler_seams():
+    server = MCPServer(name="pin")
+    assert callable(server._apply_extension) and callable(server._install_extension_interceptor)
+    low = sdk.lowlevel(server)
+    entry = low.get_request_handler("tools/list")
+    assert callable(entry.handler) and entry.params_type is not None
+    assert callable(low.add_request_handler)

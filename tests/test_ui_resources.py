@@ -22,8 +22,11 @@ def read(tools, uri: str) -> str:
 
 def test_resources_list_shows_exactly_the_six(tools):
     listed = tools.portal.call(tools.client.list_resources).resources
-    assert sorted(str(r.uri) for r in listed) == sorted(f"ui://vp/v1/{p}" for p in SIX)
-    assert all(r.mime_type == "text/html" and r.description for r in listed)
+    # the six fragments, and the same six as MCP Apps views (tests/test_ui_apps.py)
+    fragments = [r for r in listed if not str(r.uri).startswith("ui://vp/v1/app/")]
+    assert sorted(str(r.uri) for r in fragments) == sorted(f"ui://vp/v1/{p}" for p in SIX)
+    assert all(r.mime_type == "text/html" and r.description for r in fragments)
+    assert sorted(str(r.uri) for r in listed if r not in fragments) == sorted(f"ui://vp/v1/app/{p}" for p in SIX)
     templates = tools.portal.call(tools.client.list_resource_templates).resource_templates
     assert {t.uri_template.split("{")[0] for t in templates} == {f"ui://vp/v1/{p}" for p in SIX}
 
@@ -63,6 +66,9 @@ def test_tasks_table_structure_badges_and_french_labels(tools, app):
     fr = read(tools, "ui://vp/v1/tasks-table?assignedTo=sigma&status=in_progress&lang=fr")
     assert 'lang="fr"' in fr and ">Titre<" in fr and ">Attribué à<" in fr and "1 tâche" in fr
     assert fr.count("<tr>") == 2  # header + the one in_progress task
+    # the badge shows the status in the page's language, never the raw enum value
+    assert ">en cours</span>" in fr and ">in_progress<" not in fr
+    assert ">in progress</span>" in en and ">to do</span>" in en
 
 
 def test_french_labels_on_every_primitive(tools):

@@ -20,7 +20,9 @@ def test_stdio_resources_and_markers(tmp_path):
     async def main():
         async with Client(params) as client:
             listed = (await client.list_resources()).resources
-            assert len(listed) == 6 and all(str(r.uri).startswith("ui://vp/v1/") for r in listed)
+            # six fragments + the same six as MCP Apps views
+            assert len(listed) == 12 and all(str(r.uri).startswith("ui://vp/v1/") for r in listed)
+            assert sum(r.mime_type == "text/html;profile=mcp-app" for r in listed) == 6
             await client.call_tool("create_task", {"title": '"><img src=x onerror=alert(1)>', "assignedTo": "sigma",
                                                    "priority": "high"})
             page = (await client.read_resource("ui://vp/v1/tasks-table?assignedTo=sigma&lang=fr")).contents[0]

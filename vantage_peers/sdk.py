@@ -75,3 +75,23 @@ def wrap_read_resource(mcp: MCPServer, before: Callable[[Any], None]) -> None:
         return await original(uri, context)
 
     mcp.read_resource = read_resource  # type: ignore[method-assign]
+
+
+def apply_extension(mcp: MCPServer, extension: Any) -> None:
+    """What `MCPServer(extensions=[...])` does at construction, for an extension registered after it
+    (the MCP Apps views register once the server is composed)."""
+    mcp._apply_extension(extension)
+    mcp._install_extension_interceptor()
+
+
+def wrap_list_tools(mcp: MCPServer, wrap: Callable[[Any, Any, Any], Any]) -> None:
+    """Replace the low-level `tools/list` handler by `wrap(plain, ctx, params)` (async), where `plain` is
+    the handler it replaces: a listing that differs by client capability (MCP Apps links)."""
+    low = lowlevel(mcp)
+    entry = low.get_request_handler("tools/list")
+    plain = entry.handler
+
+    async def handler(ctx: Any, params: Any) -> Any:
+        return await wrap(plain, ctx, params)
+
+    low.add_request_handler("tools/list", entry.params_type, handler)

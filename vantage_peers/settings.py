@@ -51,6 +51,8 @@ class Settings(BaseModel):
     scheduler: bool = True
     tick_seconds: float = 15.0
     emit_ui_markers: bool = False
+    # Tests only: CIMD client_id documents may be fetched over http:// from loopback (http/cimd.py).
+    cimd_test_loopback: bool = False
     # VP_TOOLSETS: ("all",) or the toolset names listed at start-up (toolsets.py; core always on).
     toolsets: tuple[str, ...] = ("all",)
     # Embeddings (see DESIGN.md "Embeddings").
@@ -105,6 +107,7 @@ class Settings(BaseModel):
             "journal_mode": journal,
             "scheduler": _flag(get("VP_SCHEDULER"), True),
             "emit_ui_markers": _flag(get("VP_EMIT_UI_MARKERS"), False),
+            "cimd_test_loopback": _flag(get("VP_CIMD_TEST_LOOPBACK"), False),
             "toolsets": parse_toolsets(get("VP_TOOLSETS")),
             "embeddings": embeddings,
             "openai_api_key": key,

@@ -3,6 +3,7 @@
 Modules: `tokens` (token minting and hashing), `profiles` (scope profiles), `store` (SQL of the
 OAuth tables), `provider` (the SDK's `OAuthAuthorizationServerProvider` and `TokenVerifier` on
 SQLite), `handlers` (where the SDK's endpoints are extended), `consent` (the approve/deny page),
-`principal` + `guard` (scope enforcement on every tool call), `admin`, `clerk`, `asgi` (the app
-factory), `serve` and `token_cli` (the subcommands), `doctor` (HTTP checks).
+`cimd*` (client id metadata documents), `admin`, `clerk`, `asgi` (the app factory), `serve` and
+`token_cli` (the subcommands), `doctor` (HTTP checks). The HTTP layer only turns a token into a
+`scopes.Principal`; what a principal may do is decided by the call pipeline (calls.py, policy.py).
 """

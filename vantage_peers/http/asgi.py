@@ -40,6 +40,7 @@ from starlette.routing import Route, request_response
 
 from .. import __version__
 from .admin import admin_routes
+from .cimd_http import cimd_authorize
 from .clerk import ClerkExchange
 from .consent import ConsentPage
 from .handlers import (
@@ -122,7 +123,8 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
         routes.append(Route("/mcp", endpoint=endpoint))
     else:
         provider = SqliteOAuthProvider(app.db, base_url=public, access_ttl_s=settings.access_token_ttl_seconds,
-                                       refresh_ttl_s=settings.refresh_token_ttl_seconds)
+                                       refresh_ttl_s=settings.refresh_token_ttl_seconds,
+                                       cimd_test_loopback=settings.cimd_test_loopback)  # CIMD (issue 24)
         verifier = VantageTokenVerifier(app.db, settings.bearer_secret_master)
         authenticator = HashedClientAuthenticator(provider)
         prm_url = AnyHttpUrl(f"{public}/.well-known/oauth-protected-resource")
@@ -133,10 +135,11 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
         metadata.registration_endpoint = AnyHttpUrl(f"{public}/oauth/register")
         metadata.revocation_endpoint = AnyHttpUrl(f"{public}/oauth/revoke")
         metadata.grant_types_supported = ["authorization_code", "refresh_token", "client_credentials"]
+        metadata.client_id_metadata_document_supported = True  # CIMD (issue 24, http/cimd.py); DCR stays
         prm = ProtectedResourceMetadata(resource=AnyHttpUrl(f"{public}/mcp"), authorization_servers=[AnyHttpUrl(public)],
                                         scopes_supported=SCOPES, resource_name="vantage-peers")
         prm_handler = _metadata_handler(prm, public)
-        authorize = _limited(AuthorizationHandler(provider).handle)
+        authorize = _limited(cimd_authorize(provider, AuthorizationHandler(provider).handle))  # CIMD reasons
         token = _limited(VantageTokenHandler(provider, authenticator).handle)
         register = _limited(VantageRegistrationHandler(provider, f"{public}/oauth/token").handle)
         revoke = _limited(RevocationHandler(provider, authenticator).handle)

@@ -1,4 +1,5 @@
-"""The consent page of /oauth/authorize: the client's name and scope, Approve or Deny.
+"""The consent page of /oauth/authorize: the client's name and scope, the access it will get (or
+the operator command that grants some, with its client id), Approve or Deny.
 
 CSRF: each GET mints a value, sets it as a `SameSite=Strict; HttpOnly` cookie, puts it in a hidden
 field and stores its hash on the pending request. A POST decides only when cookie, field and hash
@@ -18,7 +19,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from ..ids import now_ms
-from . import store
+from . import profiles, store
+from .consent_text import access_html
 from .tokens import digest, new_secret, same
 
 COOKIE = "vp_consent"
@@ -29,14 +31,18 @@ HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "Referrer-Pol
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Authorize {client} — vantage-peers</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<style>body{{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}}
-.box{{border:1px solid #ccc;border-radius:8px;padding:1.5rem}} button{{font-size:1rem;padding:.5rem 1.2rem;
-margin-right:.5rem;border-radius:6px;border:1px solid #888;cursor:pointer}} .ok{{background:#1f6feb;color:#fff}}
-code{{background:#f3f3f3;padding:0 .3rem}}</style></head>
+<style>body{{font-family:system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#222}}
+.box{{border:1px solid #ccc;border-radius:8px;padding:1.5rem;overflow-wrap:anywhere}}
+h1{{margin-top:0}} h2{{font-size:1rem;margin:0 0 .4rem}}
+button{{font-size:1rem;padding:.5rem 1.2rem;margin:.25rem .5rem .25rem 0;border-radius:6px;border:1px solid #888;
+cursor:pointer}} .ok{{background:#1f6feb;color:#fff}}
+code{{background:#f3f3f3;padding:0 .3rem;overflow-wrap:anywhere}}
+pre{{background:#f3f3f3;padding:.6rem;border-radius:6px;white-space:pre-wrap;overflow-wrap:anywhere}} .access{{border-left:4px solid #1f6feb;padding:.2rem .8rem;margin:1rem 0}}
+.access.none{{border-color:#bf8700;background:#fff8c5}} ul{{padding-left:1.2rem}}</style></head>
 <body><div class="box"><h1>Authorize access</h1>
 <p><strong>{client}</strong> asks to use this vantage-peers server with scope <code>{scope}</code>.</p>
-<p>It will be redirected to <code>{redirect}</code>. What it may read and write is set by its scope
-profile <code>{profile}</code>; an operator can change it with <code>vantage-peers token</code>.</p>
+<p>After you decide, your browser goes back to <code>{redirect}</code>.</p>
+{access}
 <form method="post" action="/oauth/consent">
 <input type="hidden" name="request" value="{request}"><input type="hidden" name="csrf" value="{csrf}">
 <button class="ok" type="submit" name="action" value="approve">Approve</button>
@@ -71,7 +77,10 @@ class ConsentPage:
             conn.execute("UPDATE oauth_authorization_requests SET csrfHash = ? WHERE requestHash = ?",
                          (digest(csrf), row["requestHash"]))
             client = conn.one("SELECT name, scopeProfile FROM oauth_clients WHERE clientId = ?", (row["clientId"],))
-            return row, client or {}
+            client = dict(client or {})
+            # the access this client will get, in words (issue 24: say when it is none, and the fix)
+            client["profile"] = profiles.get(conn, client["scopeProfile"]) if client.get("scopeProfile") else None
+            return row, client
 
         found = await anyio.to_thread.run_sync(self.db.write, load) if rid else None
         if found is None:
@@ -82,8 +91,9 @@ class ConsentPage:
         page = PAGE.format(client=html.escape(client.get("name") or row["clientId"]),
                            scope=html.escape(" ".join(params.get("scopes") or []) or "mcp:full"),
                            redirect=html.escape(params["redirect_uri"]),
-                           profile=html.escape(client.get("scopeProfile") or ""), request=html.escape(rid),
-                           csrf=csrf)
+                           access=access_html(row["clientId"], client.get("scopeProfile") or "",
+                                              client.get("profile")),
+                           request=html.escape(rid), csrf=csrf)
         response = HTMLResponse(page, headers=HEADERS)
         response.set_cookie(COOKIE, csrf, max_age=600, path="/oauth/consent", httponly=True, samesite="strict",
                             secure=self.secure)

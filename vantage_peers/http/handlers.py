@@ -23,14 +23,14 @@ from urllib.parse import unquote
 from mcp.server.auth.handlers.register import RegistrationErrorResponse
 from mcp.server.auth.handlers.token import TokenErrorResponse, TokenHandler
 from mcp.server.auth.json_response import PydanticJSONResponse
-from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, RequireAuthMiddleware
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
 from mcp.server.auth.provider import RegistrationError
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import Send
+from starlette.types import Receive, Scope, Send
 
 from . import profiles
 from .tokens import digest, new_client_id, new_secret, same
@@ -153,14 +153,36 @@ class VantageRegistrationHandler:
 
 
 class SpecRequireAuth(RequireAuthMiddleware):
-    """401 = `WWW-Authenticate: Bearer resource_metadata="…"` and the documented JSON body."""
+    """401 = `WWW-Authenticate: Bearer resource_metadata="…", scope="mcp:full"` and the documented JSON
+    body; a request that presented a token (rejected) also gets `error="invalid_token"` (RFC 6750 §3.1:
+    no error code when no credentials were sent), so a client knows to drop it and re-authorize."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = dict(scope.get("headers") or [])
+        presented = b"authorization" in headers
+        if not isinstance(scope.get("user"), AuthenticatedUser):
+            await self._challenge(send, presented=presented)
+            return
+        await super().__call__(scope, receive, send)
+
+    async def _challenge(self, send: Send, *, presented: bool) -> None:
+        header = f'Bearer resource_metadata="{self.resource_metadata_url}", scope="{" ".join(SCOPES)}"'
+        if presented:
+            header += ', error="invalid_token", error_description="the bearer token is invalid or expired"'
+        await self._send(send, 401, header, {"error": "invalid_token",
+                                             "error_description": "Bearer token is missing or invalid"})
 
     async def _send_auth_error(self, send: Send, status_code: int, error: str, description: str) -> None:
-        header = f'Bearer resource_metadata="{self.resource_metadata_url}"'
+        header = f'Bearer resource_metadata="{self.resource_metadata_url}", scope="{" ".join(SCOPES)}"'
         if status_code == 403:
             header += f', error="{error}"'
-        body = json.dumps({"error": "invalid_token", "error_description": "Bearer token is missing or invalid"}
-                          if status_code == 401 else {"error": error, "error_description": description}).encode()
+        await self._send(send, status_code, header, {"error": error, "error_description": description}
+                         if status_code != 401 else {"error": "invalid_token",
+                                                     "error_description": "Bearer token is missing or invalid"})
+
+    @staticmethod
+    async def _send(send: Send, status_code: int, header: str, body_doc: dict[str, str]) -> None:
+        body = json.dumps(body_doc).encode()
         await send({"type": "http.response.start", "status": status_code, "headers": [
             (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
             (b"www-authenticate", header.encode())]})

@@ -26,12 +26,15 @@ MAX_ENTRY_CHARS = 200
 MASTER_PROFILE = ScopeProfile(MASTER, "Full admin: every namespace, every from-address (env var only)",
                               ("*",), ("*",), ("*",), master=True)
 
+PROJECT_EXAMPLE = "project-example"
+
 DEFAULT_PROFILES: tuple[ScopeProfile, ...] = (
     MASTER_PROFILE,
     ScopeProfile(CLIENT_GENERIC, "DCR default: deny by default until an operator elevates the client"),
     ScopeProfile(PUBLIC_READONLY, "Read-only access to the global namespace", (), ("global",), ()),
-    ScopeProfile("marie-iris-rh", "Marie (Iris RH tenant): project/iris-rh read/write, global read",
-                 ("marie",), ("project/iris-rh", "global"), ("project/iris-rh",)),
+    # A generic example of a per-project agent profile (copy it with your own ids via the admin API).
+    ScopeProfile(PROJECT_EXAMPLE, "Example: acts as alice; reads/writes project/example, reads global",
+                 ("alice",), ("project/example", "global"), ("project/example",)),
     ScopeProfile(CLERK_USER, "Clerk-issued user bearers; {workspaceId} is the Clerk user id",
                  ("{workspaceId}",), ("workspace/{workspaceId}", "global"), ("workspace/{workspaceId}",)),
 )

@@ -9,6 +9,7 @@ constant time against the environment, without touching the database.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any
 from urllib.parse import urlencode
@@ -29,8 +30,11 @@ from ..errors import VantageError
 from ..ids import new_id, now_ms
 from ..scopes import Principal
 from . import profiles, store
+from .cimd import CimdRefused, DocumentCache, is_cimd_client_id
+from .cimd_store import upsert_cimd_client
 from .tokens import digest, new_secret, same
 
+log = logging.getLogger(__name__)
 CODE_TTL_MS = 5 * 60_000
 CONSENT_TTL_MS = 10 * 60_000
 
@@ -46,8 +50,12 @@ class Refresh(RefreshToken):
 class SqliteOAuthProvider:
     """OAuthAuthorizationServerProvider[Code, Refresh, Principal] on the OAuth tables of migration 007."""
 
-    def __init__(self, db: Database, *, base_url: str, access_ttl_s: int, refresh_ttl_s: int) -> None:
+    def __init__(self, db: Database, *, base_url: str, access_ttl_s: int, refresh_ttl_s: int,
+                 cimd_test_loopback: bool = False) -> None:
         self.db = db
+        # CIMD (issue 24): a client_id that is a URL is resolved from its metadata document (cimd.py).
+        self.cimd = DocumentCache()
+        self.cimd_test_loopback = cimd_test_loopback
         self.base_url = base_url.rstrip("/")
         self.access_ttl_ms = access_ttl_s * 1000
         self.refresh_ttl_ms = refresh_ttl_s * 1000
@@ -59,7 +67,19 @@ class SqliteOAuthProvider:
         return await anyio.to_thread.run_sync(self.db.read, fn)
 
     # -- clients ------------------------------------------------------------------------------
+    async def resolve_cimd(self, client_id: str) -> None:
+        """Fetch (or take from cache) a URL client_id's document and record the client; CimdRefused."""
+        doc = await anyio.to_thread.run_sync(
+            lambda: self.cimd.resolve(client_id, test_loopback=self.cimd_test_loopback))
+        await self._write(lambda c: upsert_cimd_client(c, doc, now=now_ms()))
+
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        if is_cimd_client_id(client_id):
+            try:
+                await self.resolve_cimd(client_id)
+            except CimdRefused as exc:
+                log.info("CIMD client refused: %s", exc)
+                return None
         row = await self._read(lambda c: store.get_client(c, client_id))
         if row is None:
             return None

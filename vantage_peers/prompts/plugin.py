@@ -1,8 +1,9 @@
-"""Write the Claude Code plugin's skills and slash commands from the workflow table.
+"""Write the Claude Code plugin's skills from the workflow table.
 
 `python -m vantage_peers.prompts.plugin [PLUGIN_DIR]` (default: ./plugin) rewrites
-`skills/<name>/SKILL.md` and `commands/<name>.md` for the nine workflows; the test suite checks the
-committed files equal this output, so the plugin and the MCP prompts say the same thing.
+`skills/<name>/SKILL.md` for the nine workflows; the test suite checks the committed files equal
+this output, so the plugin and the MCP prompts say the same thing. A skill is also its own slash
+command (`/vantage-peers:<name>`), so there are no separate `commands/` wrappers: each workflow once.
 """
 
 from __future__ import annotations
@@ -58,24 +59,11 @@ def skill_markdown(workflow: Workflow) -> str:
     return "\n".join(front) + "\n\n" + body + "\n" + footer
 
 
-def command_markdown(workflow: Workflow) -> str:
-    front = ["---", f"description: {_yaml_string(workflow.summary)}"]
-    if workflow.argument_hint:
-        front.append(f"argument-hint: {_yaml_string(workflow.argument_hint)}")
-    front.append("---")
-    body = (f"Run the {PLUGIN_NAME}:{workflow.name} skill of the {PLUGIN_NAME} plugin and follow its steps "
-            f"exactly, with these arguments: $ARGUMENTS\n\n"
-            f"If that skill is not loaded, use the MCP prompt \"{workflow.name}\" of the vantage-peers "
-            f"server instead: it carries the same workflow.\n")
-    return "\n".join(front) + "\n\n" + body
-
-
 def expected_files() -> dict[str, str]:
     """Relative path inside the plugin -> content, for every generated file."""
     out: dict[str, str] = {}
     for workflow in WORKFLOWS:
         out[f"skills/{workflow.name}/SKILL.md"] = skill_markdown(workflow)
-        out[f"commands/{workflow.name}.md"] = command_markdown(workflow)
     return out
 
 

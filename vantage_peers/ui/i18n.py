@@ -43,6 +43,23 @@ LABELS: dict[str, dict[str, str]] = {
 }
 
 
+# Task and mission statuses as shown on badges; the CSS class keeps the raw value.
+STATUS_LABELS: dict[str, dict[str, str]] = {
+    "en": {"todo": "to do", "in_progress": "in progress", "review": "review", "blocked": "blocked",
+           "done": "done", "cancelled": "cancelled", "brainstorm": "brainstorm", "plan": "plan",
+           "execute": "execute", "validate": "validate", "complete": "complete"},
+    "fr": {"todo": "à faire", "in_progress": "en cours", "review": "en revue", "blocked": "bloquée",
+           "done": "terminée", "cancelled": "annulée", "brainstorm": "idéation", "plan": "planification",
+           "execute": "exécution", "validate": "validation", "complete": "achevée"},
+}
+
+
+def status_label(lang: str, status: object) -> str:
+    """The shown word for a status; an unknown value is shown as stored."""
+    text = "" if status is None else str(status)
+    return STATUS_LABELS.get(lang, STATUS_LABELS["en"]).get(text, text)
+
+
 def label(lang: str, key: str) -> str:
     return LABELS.get(lang, LABELS["en"])[key]
 

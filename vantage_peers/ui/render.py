@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from .html import class_token, esc, footer, iso, root, when
-from .i18n import count, label
+from .i18n import count, label, status_label
 
 Doc = dict[str, Any]
 
 
-def _badge(status: Any) -> str:
-    return f'<span class="vp-badge vp-status-{class_token(status)}">{esc(status)}</span>'
+def _badge(status: Any, lang: str) -> str:
+    return f'<span class="vp-badge vp-status-{class_token(status)}">{esc(status_label(lang, status))}</span>'
 
 
 def _chip(value: Any, aria: str | None = None) -> str:
@@ -30,7 +30,7 @@ def _empty(text: str) -> str:
 def tasks_table(items: list[Doc], lang: str) -> str:
     heads = "".join(f'<th scope="col">{esc(label(lang, k))}</th>' for k in ("title", "status", "priority", "assignedTo"))
     rows = "".join(
-        f"<tr><td>{esc(t.get('title'))}</td><td>{_badge(t.get('status'))}</td>"
+        f"<tr><td>{esc(t.get('title'))}</td><td>{_badge(t.get('status'), lang)}</td>"
         f"<td>{esc(t.get('priority'))}</td><td>{esc(t.get('assignedTo'))}</td></tr>"
         for t in items
     )
@@ -88,7 +88,7 @@ def _progress(lang: str, value: Any) -> str:
 def mission_timeline(items: list[Doc], lang: str) -> str:
     entries = []
     for m in items:
-        meta = [_badge(m.get("status"))]
+        meta = [_badge(m.get("status"), lang)]
         if m.get("project"):
             meta.append(_chip(m.get("project"), label(lang, "project")))
         if m.get("pilot"):
