@@ -6,6 +6,8 @@ except `cli.py` (`vantage-peers dashboard`) and `http/serve.py` (mounted at `/da
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
@@ -50,6 +52,13 @@ def build_dashboard(db: Database, settings: Any, *, login_required: bool, loopba
               methods=["POST"]),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
     ]
-    app = Starlette(routes=routes, on_shutdown=[cfg.hub.close])
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            cfg.hub.close()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
     app.state.dashboard = cfg
     return app

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ from ..domains.messaging import store as messaging
 from ..domains.recurring import store as recurring
 from ..domains.tasks import lifecycle
 from ..domains.tasks import store as tasks
-from ..domains.tasks.rules import SYSTEM
+from ..domains.tasks.rules import SYSTEM, TERMINAL_TASK
 from ..errors import InvalidArgument, InvalidState
 from ..ids import new_id, now_ms
 
@@ -84,11 +85,18 @@ def send_message(db: Database, op: Operator, *, channel: Any, content: Any) -> d
     return db.write(run)
 
 
+Check = Callable[[dict[str, Any]], dict[str, Any]]
+
+
 def _task_update(db: Database, op: Operator, action: str, task_id: str, payload: dict[str, Any],
-                 detail: dict[str, Any], settings: Any) -> None:
+                 settings: Any, check: Check | None = None) -> None:
+    """update_task as `system`, after `check` (given the task as read inside the same transaction,
+    returns the audit detail) — so a state the check relied on cannot change before the update."""
     now = now_ms()
 
     def run(c: Connection) -> None:
+        task = tasks.require_task(c, task_id)
+        detail = check(task) if check else {k: v for k, v in payload.items()}
         lifecycle.update_task(c, task_id=task_id, payload={**payload, "callerOrchestrator": SYSTEM}, now=now,
                               max_minutes=settings.max_segment_minutes)
         _audit(c, op, action, "task", task_id, detail, now)
@@ -98,29 +106,44 @@ def _task_update(db: Database, op: Operator, action: str, task_id: str, payload:
 
 def reassign_task(db: Database, op: Operator, settings: Any, *, task_id: str, assignee: Any) -> None:
     who = _text(assignee, "assignee", 200).strip()
-    _task_update(db, op, "reassign_task", task_id, {"assignedTo": who}, {"assignedTo": who}, settings)
+
+    def check(task: dict[str, Any]) -> dict[str, Any]:
+        if task["status"] in TERMINAL_TASK:
+            raise InvalidState(f"task {task_id} is {task['status']}; a finished task is not reassigned")
+        return {"from": task["assignedTo"], "to": who}
+
+    _task_update(db, op, "reassign_task", task_id, {"assignedTo": who}, settings, check)
 
 
 def unblock_task(db: Database, op: Operator, settings: Any, *, task_id: str) -> None:
     """A blocked task back to todo (its blocker cleared), as update_task status='todo' does."""
-    task = db.read(lambda c: tasks.require_task(c, task_id))
-    if task["status"] != "blocked":
-        raise InvalidState(f"task {task_id} is {task['status']}, not blocked: nothing to unblock")
-    _task_update(db, op, "unblock_task", task_id, {"status": "todo"}, {"was": task.get("blockedBy")}, settings)
+    def check(task: dict[str, Any]) -> dict[str, Any]:
+        if task["status"] != "blocked":
+            raise InvalidState(f"task {task_id} is {task['status']}, not blocked: nothing to unblock")
+        return {"was": task.get("blockedBy")}
+
+    _task_update(db, op, "unblock_task", task_id, {"status": "todo"}, settings, check)
 
 
 def cancel_task(db: Database, op: Operator, settings: Any, *, task_id: str, reason: Any) -> None:
     why = _text(reason, "reason", MAX_REASON_BYTES)
-    _task_update(db, op, "cancel_task", task_id, {"status": "cancelled", "cancelReason": why}, {"reason": why},
-                 settings)
+
+    def check(task: dict[str, Any]) -> dict[str, Any]:
+        if task["status"] in TERMINAL_TASK:  # update_task would only rewrite a cancelled task's reason
+            raise InvalidState(f"task {task_id} is {task['status']}, which is terminal: nothing to cancel")
+        return {"reason": why}
+
+    _task_update(db, op, "cancel_task", task_id, {"status": "cancelled", "cancelReason": why}, settings, check)
 
 
 def release_claim(db: Database, op: Operator, settings: Any, *, task_id: str) -> None:
     """Put an in-progress task back to todo (its work segment closes), so anyone may check it out."""
-    task = db.read(lambda c: tasks.require_task(c, task_id))
-    if task["status"] != "in_progress":
-        raise InvalidState(f"task {task_id} is {task['status']}, not in_progress: it holds no claim to release")
-    _task_update(db, op, "release_claim", task_id, {"status": "todo"}, {"heldBy": task["assignedTo"]}, settings)
+    def check(task: dict[str, Any]) -> dict[str, Any]:
+        if task["status"] != "in_progress":
+            raise InvalidState(f"task {task_id} is {task['status']}, not in_progress: it holds no claim to release")
+        return {"heldBy": task["assignedTo"]}
+
+    _task_update(db, op, "release_claim", task_id, {"status": "todo"}, settings, check)
 
 
 def pause_recurring(db: Database, op: Operator, *, template_id: str) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..db import Connection, loads
-from ..domains.memory import search as memory_search
+from ..domains.memory import search as msearch
 from ..domains.memory import store as memory_store
 from ..domains.missions import store as missions
 from ..domains.recurring import cron
@@ -173,7 +173,7 @@ def memory_list(conn: Connection, *, namespace: str | None, types: Sequence[str]
 def memory_search(conn: Connection, *, query: str, vector: list[float] | None, reason: str | None,
                   namespace: str | None, types: Sequence[str] | None, now: int, limit: int = PAGE) -> dict[str, Any]:
     """The same hybrid search as `hybrid_search`: each hit says which rankers matched it (and where)."""
-    return memory_search.hybrid(conn, query=query, vector=vector, reason=reason,
+    return msearch.hybrid(conn, query=query, vector=vector, reason=reason,
                                 scope=memory_store.scope_of(namespace), types=list(types or []) or None,
                                 include_superseded=False, limit=limit, now=now)
 

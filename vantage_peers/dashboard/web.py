@@ -105,12 +105,12 @@ class Ctx:
         params.update(changes)
         return self.url(self.request.url.path[len(self.root):] or "/", **params)
 
-    def render(self, template: str, status: int = 200, **values: Any) -> Response:
+    def render(self, template: str, code: int = 200, **values: Any) -> Response:
         partial = self.request.headers.get("x-partial") == "1"
         html = self.cfg.env.get_template(template).render(
             ctx=self, t=self.t, lang=self.lang, partial=partial, csrf=self.cfg.signer.csrf(self.session),
             operator=self.session, login_required=self.cfg.login_required, now=self.now, **values)
-        return HTMLResponse(html, status_code=status)
+        return HTMLResponse(html, status_code=code)
 
 
 def _finish(cfg: Config, ctx: Ctx | None, response: Response, cookie: str | None) -> Response:
@@ -149,7 +149,7 @@ def _plain(status: int, text: str) -> Response:
 
 
 def error_page(ctx: Ctx, exc: VantageError) -> Response:
-    return ctx.render("error.html", status=STATUS.get(exc.code, 400), error=str(exc),
+    return ctx.render("error.html", code=STATUS.get(exc.code, 400), error=str(exc),
                       back=ctx.request.headers.get("referer") and ctx.url("/"))
 
 
