@@ -3,55 +3,12 @@ reaches an open event stream, and the stream is served again after a restart."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx2
-from http_helpers import free_port, script
-
-SEND = """
-import sys
-from vantage_peers.db import Database, migrate
-from vantage_peers.domains.messaging import store
-db = Database(sys.argv[1]); migrate(db)
-db.write(lambda c: store.send_message(c, sender="alice", channel="bob", content=sys.argv[2]))
-db.close()
-"""
-
-
-@contextlib.contextmanager
-def dashboard(db: Path, port: int, name: str = "ann") -> Iterator[str]:
-    env = {**os.environ, "VP_DB_PATH": str(db), "VP_EMBEDDINGS": "none"}
-    log = open(db.parent / f"dash-{port}.log", "a")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([script(), "dashboard", "--port", str(port), "--name", name], env=env,
-                            stdout=log, stderr=subprocess.STDOUT, cwd=db.parent)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError((db.parent / f"dash-{port}.log").read_text())
-            try:
-                if httpx2.get(base + "/team", timeout=1).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "dashboard did not come up"
-            time.sleep(0.1)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        log.close()
-
-
-def send(db: Path, text: str) -> None:
-    subprocess.run([sys.executable, "-c", SEND, str(db), text], check=True, timeout=120)
+from dashboard_helpers import dashboard_process as dashboard
+from dashboard_helpers import send_from_another_process as send
+from http_helpers import free_port
 
 
 def next_event(lines: Iterator[str], name: str) -> str:

@@ -9,7 +9,7 @@
 - Host: on a loopback bind only 127.0.0.1 / localhost / [::1] Host headers are served (a DNS
   rebinding page cannot reach the dashboard); behind `serve` the public host is admitted too.
 - Headers: a Content-Security-Policy with no inline script or style, frame-ancestors 'none',
-  nosniff, no referrer.
+  nosniff, no referrer to other sites (same-origin: with `no-referrer` browsers send `Origin: null`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ SESSION_SECONDS = 12 * 3600
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
-HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin",
            "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
 
 
