@@ -297,3 +297,30 @@ def test_local_dashboard_refuses_a_non_loopback_bind_without_login(app):
     with pytest.raises(ValueError):
         build_dashboard(app.db, app.settings, login_required=False, loopback=False)
     assert LOCAL.startswith("http://127.0.0.1")
+
+
+def test_migration_016_upgrades_a_version_10_file_and_keeps_its_tasks(tmp_path):
+    from conftest import make_settings
+
+    from vantage_peers.db import Database, migrate
+    from vantage_peers.server import create_app
+
+    path = tmp_path / "v10.db"
+    old = Database(path)
+    assert migrate(old, target=10) == 10
+    old.write(lambda c: c.execute(
+        "INSERT INTO tasks (id, title, assignedTo, priority, status, createdBy, createdAt, updatedAt) "
+        "VALUES ('tsk_old', 'kept across the upgrade', 'bob', 'high', 'blocked', 'alice', 1, 1)"))
+    old.close()
+    app = create_app(make_settings(path))
+    try:
+        indexes = {r["name"] for r in app.db.read(lambda c: c.query("SELECT name FROM sqlite_master WHERE "
+                                                                       "type = 'index' AND tbl_name = 'tasks'"))}
+        assert "tasks_by_status_priority" in indexes
+        with local_client(app) as client:
+            assert "kept across the upgrade" in client.get("/tasks?blocked=1&priority=high").text
+            post(client, "/actions/tasks/tsk_old/unblock", {})
+        assert app.db.read(lambda c: c.scalar("SELECT status FROM tasks WHERE id = 'tsk_old'")) == "todo"
+        assert app.db.read(lambda c: c.scalar("SELECT actor FROM humanActions")) == "human:ann"
+    finally:
+        app.db.close()

@@ -147,3 +147,22 @@ def test_real_serve_process_mounts_the_dashboard_behind_sign_in(tmp_path):
             assert team.status_code == 200 and "human:Ann" in team.text
             assert web.get("/dashboard/static/dashboard.css").status_code == 200
         assert server.http("GET", "/health").status_code == 200
+
+
+def test_the_documented_token_cli_path_grants_the_dashboard(served, tmp_path, monkeypatch, capsys):
+    import json
+
+    from vantage_peers.cli import main
+
+    app, client = served
+    monkeypatch.setenv("VP_DB_PATH", str(app.settings.db_path))
+    monkeypatch.chdir(tmp_path)
+    assert main(["token", "profile", "set", "ops-dashboard", "--read", "*", "--from", "human:Dana"]) == 0
+    capsys.readouterr()
+    assert main(["token", "create", "--name", "dana", "--profile", "ops-dashboard"]) == 0
+    made = json.loads(capsys.readouterr().out)
+    assert _login(client, name="Eve", secret=made["client_secret"], client_id=made["client_id"]).status_code == 403
+    ok = _login(client, name="Dana", secret=made["client_secret"], client_id=made["client_id"])
+    assert ok.status_code == 303
+    page = client.get("/dashboard/team")
+    assert page.status_code == 200 and "human:Dana" in page.text and made["client_id"] in page.text
