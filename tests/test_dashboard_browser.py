@@ -90,17 +90,17 @@ def test_dashboard_in_a_real_browser(tmp_path):
 
     db = tmp_path / "e2e.db"
     app = create_app(make_settings(db))
-    with open_tools(app) as tools:
+    with open_tools(app) as tools, sync_playwright() as pw:
         ids = _seed(tools)
         port = free_port()
-        with dashboard_process(db, port, name="Dana") as base, sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            try:
-                # 1. Live: under the real CSP (no bypass), a message from another process appears
-                # without a reload; then a reply composed in the page reaches the agent.
-                page = browser.new_page(viewport={"width": 1280, "height": 800})
-                errors: list[str] = []
-                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            # 1. Live: under the real CSP (no bypass), a message from another process appears
+            # without a reload; a reply composed in the page reaches the agent.
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            errors: list[str] = []
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            with dashboard_process(db, port, name="Dana") as base:
                 page.goto(f"{base}/messages")
                 expect(page.locator("#live-state")).to_have_class("live on", timeout=15_000)
                 page.evaluate("window.__noReload = 'still here'")
@@ -114,39 +114,18 @@ def test_dashboard_in_a_real_browser(tmp_path):
                 inbox = tools.call("check_messages", recipient="bob")  # also holds carol's broadcast
                 assert [(m["from"], m["content"]) for m in inbox if m["from"].startswith("human:")] == [
                     ("human:Dana", "Thanks Bob, merging after review.")]
+                page.evaluate("window.__noReload = 'across the restart'")
+            # 2. The server stops and comes back on the same port: the page reconnects by itself
+            # and keeps updating, still without a reload.
+            expect(page.locator("#live-state")).to_have_class("live off", timeout=15_000)
+            with dashboard_process(db, port, name="Dana") as base:
+                expect(page.locator("#live-state")).to_have_class("live on", timeout=20_000)
+                send_from_another_process(db, "Back after the restart", sender="carol", channel="alice")
+                expect(page.locator("#live")).to_contain_text("Back after the restart", timeout=10_000)
+                assert page.evaluate("window.__noReload") == "across the restart"
                 assert not [e for e in errors if "Content Security Policy" in e], errors
                 page.close()
-
-                # 2. Every view, light and dark: headings, axe-core, screenshots.
-                IMG.mkdir(parents=True, exist_ok=True)
-                for scheme in ("light", "dark"):
-                    ctx = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme=scheme,
-                                              bypass_csp=True)  # only so that axe's script can be injected
-                    view_page = ctx.new_page()
-                    for view in VIEWS:
-                        url = f"{base}/{view}" + ("?q=parser" if view == "memory" else "")
-                        view_page.goto(url)
-                        expect(view_page.locator("h1")).to_be_visible()
-                        expect(view_page.locator("#live-state")).to_have_class("live on", timeout=15_000)
-                        view_page.add_script_tag(path=str(AXE))
-                        bad = view_page.evaluate(SERIOUS)
-                        assert bad == [], f"{view} ({scheme}): {bad}"
-                        if scheme == "light" or view in ("tasks", "messages"):
-                            suffix = "" if scheme == "light" else "-dark"
-                            view_page.screenshot(path=str(IMG / f"dashboard-{view}{suffix}.png"), full_page=False)
-                    task_id = ids["Rotate the CI secret"]
-                    view_page.goto(f"{base}/tasks/{task_id}")
-                    view_page.add_script_tag(path=str(AXE))
-                    assert view_page.evaluate(SERIOUS) == [], scheme
-                    if scheme == "light":
-                        view_page.screenshot(path=str(IMG / "dashboard-task.png"))
-                        # keyboard: the skip link is the first stop and lands on <main>
-                        view_page.keyboard.press("Tab")
-                        assert view_page.evaluate("document.activeElement.className") == "skip"
-                        view_page.keyboard.press("Enter")
-                        assert view_page.evaluate("document.activeElement.id") == "main"
-                    ctx.close()
-
+                _views(browser, base, ids, expect)
                 # 3. Unblock from the task page, with the keyboard only.
                 page = browser.new_page()
                 page.goto(f"{base}/tasks/{ids['Rotate the CI secret']}")
@@ -154,6 +133,36 @@ def test_dashboard_in_a_real_browser(tmp_path):
                 page.keyboard.press("Enter")
                 expect(page.locator(".notice")).to_be_visible()
                 assert tools.call("get_task", taskId=ids["Rotate the CI secret"])["status"] == "todo"
-            finally:
-                browser.close()
+        finally:
+            browser.close()
     app.db.close()
+
+
+def _views(browser, base: str, ids: dict[str, str], expect) -> None:
+    """Every view, light and dark: a heading, the live stream, axe-core, screenshots."""
+    IMG.mkdir(parents=True, exist_ok=True)
+    for scheme in ("light", "dark"):
+        ctx = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme=scheme,
+                                  bypass_csp=True)  # only so that axe's script can be injected
+        view_page = ctx.new_page()
+        for view in VIEWS:
+            view_page.goto(f"{base}/{view}" + ("?q=parser" if view == "memory" else ""))
+            expect(view_page.locator("h1")).to_be_visible()
+            expect(view_page.locator("#live-state")).to_have_class("live on", timeout=15_000)
+            view_page.add_script_tag(path=str(AXE))
+            bad = view_page.evaluate(SERIOUS)
+            assert bad == [], f"{view} ({scheme}): {bad}"
+            if scheme == "light" or view in ("tasks", "messages"):
+                suffix = "" if scheme == "light" else "-dark"
+                view_page.screenshot(path=str(IMG / f"dashboard-{view}{suffix}.png"))
+        view_page.goto(f"{base}/tasks/{ids['Rotate the CI secret']}")
+        view_page.add_script_tag(path=str(AXE))
+        assert view_page.evaluate(SERIOUS) == [], scheme
+        if scheme == "light":
+            view_page.screenshot(path=str(IMG / "dashboard-task.png"))
+            # keyboard: the skip link is the first stop and lands on <main>
+            view_page.keyboard.press("Tab")
+            assert view_page.evaluate("document.activeElement.className") == "skip"
+            view_page.keyboard.press("Enter")
+            assert view_page.evaluate("document.activeElement.id") == "main"
+        ctx.close()

@@ -324,3 +324,50 @@ def test_migration_016_upgrades_a_version_10_file_and_keeps_its_tasks(tmp_path):
         assert app.db.read(lambda c: c.scalar("SELECT actor FROM humanActions")) == "human:ann"
     finally:
         app.db.close()
+
+
+HOSTILE = ['"', "'; DROP TABLE tasks; --", "NEAR(a b", "a OR AND *", "%_\\", "\u202e\u0000x", "🚀 日本語",
+           "x" * 5_000, "[[[[[[[[", "{}", "-1", "project/*/*", "*"]
+
+
+def test_hostile_query_parameters_give_a_page_or_a_clean_400(dash, tools):
+    from urllib.parse import quote
+
+    tools.call("store_memory", namespace="global", type="fact", content="a plain memory", createdBy="x")
+    tools.call("send_message", **{"from": "alice", "channel": "bob", "content": "hi"})
+    params = {"/team": ("state", "who", "cursor"), "/messages": ("channel", "from", "to", "cursor", "unread"),
+              "/tasks": ("assignee", "mission", "priority", "status", "cursor", "overdue"),
+              "/missions": ("status", "pilot", "project", "cursor"), "/schedule": ("assignee", "paused", "cursor"),
+              "/memory": ("q", "namespace", "type", "cursor"), "/claims": ("holder", "cursor"),
+              "/activity": ("kind", "cursor")}
+    for path, names in params.items():
+        for name in names:
+            for value in HOSTILE:
+                r = dash.get(f"{path}?{name}={quote(value)}")
+                assert r.status_code in (200, 400), (path, name, value[:20], r.status_code)
+                if r.status_code == 400:
+                    assert "INVALID_ARGUMENT" in r.text, (path, name, value[:20])
+    for path in ("/tasks/%22%3E%3Cscript%3E", "/messages/" + "x" * 3000, "/missions/'%20OR%201=1"):
+        assert dash.get(path).status_code == 404
+    assert tools.call("list_tasks")["items"] == []  # nothing was written or dropped
+    assert dash.get("/memory?q=plain").text.count("a plain memory") == 1
+
+
+def test_hostile_form_values_are_refused_cleanly(dash, tools):
+    tid = tools.call("create_task", title="target", assignedTo="bob", createdBy="alice", priority="low")
+    for data in ({"assignee": "x" * 10_000}, {"assignee": ""}, {"assignee": "\x00"}, {"assignee": "a,b"}, {}):
+        r = post(dash, f"/actions/tasks/{tid}/reassign", data)
+        assert r.status_code == 400 and "INVALID_ARGUMENT" in r.text, (data, r.status_code)
+    assert tools.call("get_task", taskId=tid)["assignedTo"] == "bob"
+    for data in ({"to": "bob\x00", "content": "x"}, {"to": "x" * 600, "content": "x"},
+                 {"to": "bob", "content": "x" * 1_000_001}):
+        assert post(dash, "/actions/send", data).status_code == 400, data
+    many = {f"f{i}": "x" for i in range(50)}
+    assert post(dash, "/actions/send", {"to": "bob", "content": "x", **many}).status_code == 400
+
+
+def test_english_and_french_have_the_same_labels():
+    from vantage_peers.dashboard.i18n import LABELS
+
+    assert set(LABELS["en"]) == set(LABELS["fr"])
+    assert all(LABELS["fr"][k].strip() for k in LABELS["fr"])

@@ -106,6 +106,8 @@ def _task_update(db: Database, op: Operator, action: str, task_id: str, payload:
 
 def reassign_task(db: Database, op: Operator, settings: Any, *, task_id: str, assignee: Any) -> None:
     who = _text(assignee, "assignee", 200).strip()
+    if not _TARGET.match(who) or "," in who:
+        raise InvalidArgument("assignee must be one orchestrator id, without control characters or commas")
 
     def check(task: dict[str, Any]) -> dict[str, Any]:
         if task["status"] in TERMINAL_TASK:

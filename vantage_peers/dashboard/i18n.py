@@ -34,6 +34,7 @@ _OWN: dict[str, dict[str, str]] = {
         "client_secret": "Client secret", "error_title": "That did not work", "back": "Back",
         "done_ok": "Done.", "all": "all", "yes": "yes", "no": "no", "state": "State", "tasks_of": "Tasks",
         "orchestrators": "orchestrators", "online_now": "online now", "via": "via", "total": "total",
+        "match_all": "every word", "match_any": "any of the words",
     },
     "fr": {
         "app": "Tableau de bord vantage-peers", "skip": "Aller au contenu", "nav": "Vues", "team": "Équipe",
@@ -67,6 +68,7 @@ _OWN: dict[str, dict[str, str]] = {
         "back": "Retour", "done_ok": "C'est fait.", "all": "tous", "yes": "oui", "no": "non", "state": "État",
         "tasks_of": "Tâches", "orchestrators": "orchestrateurs", "online_now": "en ligne",
         "via": "via", "total": "total",
+        "match_all": "tous les mots", "match_any": "l'un des mots",
     },
 }
 

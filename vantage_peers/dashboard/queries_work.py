@@ -172,10 +172,20 @@ def memory_list(conn: Connection, *, namespace: str | None, types: Sequence[str]
 
 def memory_search(conn: Connection, *, query: str, vector: list[float] | None, reason: str | None,
                   namespace: str | None, types: Sequence[str] | None, now: int, limit: int = PAGE) -> dict[str, Any]:
-    """The same hybrid search as `hybrid_search`: each hit says which rankers matched it (and where)."""
-    return msearch.hybrid(conn, query=query, vector=vector, reason=reason,
-                                scope=memory_store.scope_of(namespace), types=list(types or []) or None,
-                                include_superseded=False, limit=limit, now=now)
+    """`hybrid_search`'s store function when there is a query vector: each hit says which rankers
+    found it and its rank in each. Without one, the keyword search `hybrid_search` falls back to
+    with `keywordOnly` (every word first, then any): BM25 of an OR over a word that half the
+    memories hold costs ~10x more and ranks the same hits first."""
+    scope, kinds = memory_store.scope_of(namespace), list(types or []) or None
+    if vector is None:
+        found = msearch.text_search(conn, query=query, scope=scope, types=kinds, include_superseded=False,
+                                    limit=limit, now=now)
+        for rank, item in enumerate(found["items"], 1):
+            item.setdefault("matchedBy", ["keyword"])
+            item.setdefault("ranks", {"keyword": rank})
+        return {**found, "reason": reason}
+    return msearch.hybrid(conn, query=query, vector=vector, reason=reason, scope=scope, types=kinds,
+                          include_superseded=False, limit=limit, now=now)
 
 
 def memory_types(conn: Connection) -> list[str]:

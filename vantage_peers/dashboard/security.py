@@ -3,7 +3,7 @@
 - Session: a cookie `vp_dash` holding `{name, via, nonce, exp}` signed with HMAC-SHA256
   (HttpOnly, SameSite=Strict, Secure behind https). On `serve` the key derives from
   BEARER_SECRET_MASTER, so every worker process accepts every other's cookies; the local
-  dashboard uses a random per-process key (a restart just issues a new loopback session).
+  dashboard keeps a random key in the file's `meta` table (open pages survive a restart).
 - CSRF: every form carries `csrf` = HMAC(key, "csrf:" + session nonce); a POST without the
   right token, or with an Origin that is not this site, is refused (403) before anything runs.
 - Host: on a loopback bind only 127.0.0.1 / localhost / [::1] Host headers are served (a DNS
@@ -44,12 +44,23 @@ class Session:
     exp: int
 
 
+def local_key(db: Any) -> bytes:
+    """The loopback dashboard's signing key, kept in the file's `meta` so that a restart (or a second
+    `vantage-peers dashboard` on the same file) keeps sessions and the CSRF tokens of open pages."""
+    def get(c: Any) -> str:
+        c.execute("INSERT INTO meta (key, value) VALUES ('dashboard.sessionKey', ?) ON CONFLICT DO NOTHING",
+                  (secrets.token_hex(32),))
+        return c.scalar("SELECT value FROM meta WHERE key = 'dashboard.sessionKey'")
+
+    return bytes.fromhex(db.write(get))
+
+
 class Signer:
-    def __init__(self, master_secret: str | None) -> None:
+    def __init__(self, master_secret: str | None, *, key: bytes | None = None) -> None:
         if master_secret:
             self.key = hmac.new(master_secret.encode(), b"vantage-peers dashboard session v1", hashlib.sha256).digest()
         else:
-            self.key = os.urandom(32)
+            self.key = key or os.urandom(32)
 
     def _mac(self, data: bytes) -> str:
         return base64.urlsafe_b64encode(hmac.new(self.key, data, hashlib.sha256).digest()).decode().rstrip("=")

@@ -25,7 +25,16 @@ from ..db import Database
 from ..errors import Forbidden, InvalidArgument, NotFound, VantageError
 from . import i18n, login
 from .live import Hub
-from .security import COOKIE, HEADERS, SESSION_SECONDS, Session, Signer, host_allowed, origin_allowed
+from .security import (
+    COOKIE,
+    HEADERS,
+    SESSION_SECONDS,
+    Session,
+    Signer,
+    host_allowed,
+    local_key,
+    origin_allowed,
+)
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATUS = {"NOT_FOUND": 404, "RBAC_DENIED": 403, "LOGIN_FAILED": 403, "INVALID_STATE": 409, "CONFLICT": 409,
@@ -47,7 +56,10 @@ class Config:
     def __post_init__(self) -> None:
         if not self.login_required and not self.loopback:
             raise ValueError("the dashboard is never served without sign-in on a non-loopback address")
-        self.signer = Signer(self.settings.bearer_secret_master if self.login_required else None)
+        if self.login_required:
+            self.signer = Signer(self.settings.bearer_secret_master)
+        else:
+            self.signer = Signer(None, key=local_key(self.db))
         self.hub = Hub(str(self.db.path))
         self.env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
                                trim_blocks=True, lstrip_blocks=True)
