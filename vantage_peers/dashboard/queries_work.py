@@ -100,6 +100,8 @@ def task_detail(conn: Connection, task_id: str) -> dict[str, Any] | None:
     if task is None:
         return None
     task["history"] = task_history(conn, task)
+    mission = missions.load(conn, task["missionId"]) if task.get("missionId") else None
+    task["missionName"] = mission["name"] if mission else None
     task["openSegment"] = segments.open_row(conn, task_id=task_id) is not None
     return task
 

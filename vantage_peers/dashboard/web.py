@@ -161,8 +161,7 @@ def _plain(status: int, text: str) -> Response:
 
 
 def error_page(ctx: Ctx, exc: VantageError) -> Response:
-    return ctx.render("error.html", code=STATUS.get(exc.code, 400), error=str(exc),
-                      back=ctx.request.headers.get("referer") and ctx.url("/"))
+    return ctx.render("error.html", code=STATUS.get(exc.code, 400), error=str(exc))
 
 
 Handler = Callable[[Ctx], Awaitable[Response]]
