@@ -139,8 +139,22 @@ def test_dashboard_in_a_real_browser(tmp_path):
 
 
 def _views(browser, base: str, ids: dict[str, str], expect) -> None:
-    """Every view, light and dark: a heading, the live stream, axe-core, screenshots."""
+    """Every view, light and dark: a heading, the live stream, axe-core, screenshots; and the
+    read-only views with JavaScript off."""
     IMG.mkdir(parents=True, exist_ok=True)
+    no_js = browser.new_context(java_script_enabled=False)
+    plain = no_js.new_page()
+    for view, text in (("team", "fixing the flaky parser test"), ("tasks", "Tag the release"),
+                       ("missions", "Release 2.0"), ("memory?q=parser", "network drive"),
+                       ("messages?channel=alice", "Parser fix is in review."), ("schedule", "Morning stand-up")):
+        plain.goto(f"{base}/{view}")
+        expect(plain.locator("#live")).to_contain_text(text)
+    plain.goto(f"{base}/tasks")
+    plain.check("#f-blocked")
+    plain.click("button:has-text('Apply')")  # a GET form: filters work without JavaScript too
+    expect(plain.locator("#live")).to_contain_text("Rotate the CI secret")
+    expect(plain.locator("#live")).not_to_contain_text("Tag the release")
+    no_js.close()
     for scheme in ("light", "dark"):
         ctx = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme=scheme,
                                   bypass_csp=True)  # only so that axe's script can be injected
