@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import httpx2
+import pytest
 from dashboard_helpers import dashboard_process as dashboard
 from dashboard_helpers import send_from_another_process as send
 from http_helpers import free_port
@@ -42,3 +43,23 @@ def test_a_change_by_another_process_reaches_the_stream_and_the_view(tmp_path):
         assert first == "retry: 1000"
         send(db, "after restart")
         assert next_event(lines, "change")
+
+
+def test_dashboard_command_refuses_a_taken_port_and_a_bad_name(tmp_path, monkeypatch, capsys):
+    import socket
+
+    from vantage_peers.cli import main
+
+    monkeypatch.setenv("VP_DB_PATH", str(tmp_path / "cli.db"))
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        taken = held.getsockname()[1]
+        assert main(["dashboard", "--port", str(taken)]) == 2
+    assert "cannot listen on 127.0.0.1" in capsys.readouterr().err
+    assert main(["dashboard", "--port", "0"]) == 2
+    assert main(["dashboard", "--port", str(free_port()), "--name", "<script>"]) == 2
+    assert "INVALID_ARGUMENT" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["dashboard", "--help"])
+    assert "vantage-peers dashboard --port 8765 --open" in capsys.readouterr().out

@@ -7,6 +7,7 @@ another machine, run `vantage-peers serve` (it mounts the same app at /dashboard
 from __future__ import annotations
 
 import getpass
+import socket
 import sys
 import webbrowser
 
@@ -28,6 +29,16 @@ def run_dashboard(port: int = 8765, *, open_browser: bool = False, name: str | N
     from . import build_dashboard
     from .actions import check_name
 
+    if not 1 <= port <= 65535:
+        print(f"vantage-peers dashboard: --port must be between 1 and 65535, got {port}", file=sys.stderr)
+        return 2
+    try:  # one line instead of uvicorn's traceback-ish exit when the port is taken
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((HOST, port))
+    except OSError as exc:
+        print(f"vantage-peers dashboard: cannot listen on {HOST}:{port}: {exc.strerror or exc}; "
+              "pick another --port", file=sys.stderr)
+        return 2
     settings = Settings.from_env()
     who = check_name(name or default_name())
     db = open_database(settings)
