@@ -34,6 +34,8 @@ def run_dashboard(port: int = 8765, *, open_browser: bool = False, name: str | N
         return 2
     try:  # one line instead of uvicorn's traceback-ish exit when the port is taken
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            # as uvicorn binds: a previous run's connections in TIME_WAIT do not hold the port
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind((HOST, port))
     except OSError as exc:
         print(f"vantage-peers dashboard: cannot listen on {HOST}:{port}: {exc.strerror or exc}; "

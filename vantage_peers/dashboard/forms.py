@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+import anyio
 from starlette.responses import RedirectResponse, Response
 
 from ..errors import NotFound
@@ -17,6 +19,11 @@ from .web import Config, Ctx, back_to
 def _field(ctx: Ctx, name: str) -> Any:
     value = ctx.form.get(name)  # type: ignore[attr-defined]
     return value if isinstance(value, str) else None
+
+
+async def _off_loop(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """A write transaction in a worker thread (it may wait for another process's lock)."""
+    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
 
 def _op(ctx: Ctx) -> Operator:
@@ -39,7 +46,7 @@ class Forms:
 
     async def login(self, ctx: Ctx) -> Response:
         name = actions.check_name(_field(ctx, "name"))
-        via = check_login(self.db, master_secret=self.cfg.settings.bearer_secret_master, name=name,
+        via = await _off_loop(check_login, self.db, master_secret=self.cfg.settings.bearer_secret_master, name=name,
                           secret=_field(ctx, "secret") or "", client_id=(_field(ctx, "client_id") or "").strip())
         cookie, _ = self.cfg.signer.issue(name, via)
         response = back_to(ctx, "/team")
@@ -54,7 +61,8 @@ class Forms:
 
     # -- stepping in ----------------------------------------------------------------------------
     async def send(self, ctx: Ctx) -> Response:
-        sent = actions.send_message(self.db, _op(ctx), channel=_field(ctx, "to"), content=_field(ctx, "content"))
+        sent = await _off_loop(actions.send_message, self.db, _op(ctx), channel=_field(ctx, "to"),
+                               content=_field(ctx, "content"))
         return back_to(ctx, "/messages", ok="sent", id=sent["messageId"])
 
     async def task_action(self, ctx: Ctx) -> Response:
@@ -63,13 +71,13 @@ class Forms:
         if verb not in TASK_VERBS:
             raise NotFound(f"no task action {verb!r}; one of {', '.join(TASK_VERBS)}")
         if verb == "reassign":
-            actions.reassign_task(self.db, op, settings, task_id=task_id, assignee=_field(ctx, "assignee"))
+            await _off_loop(actions.reassign_task, self.db, op, settings, task_id=task_id, assignee=_field(ctx, "assignee"))
         elif verb == "unblock":
-            actions.unblock_task(self.db, op, settings, task_id=task_id)
+            await _off_loop(actions.unblock_task, self.db, op, settings, task_id=task_id)
         elif verb == "cancel":
-            actions.cancel_task(self.db, op, settings, task_id=task_id, reason=_field(ctx, "reason"))
+            await _off_loop(actions.cancel_task, self.db, op, settings, task_id=task_id, reason=_field(ctx, "reason"))
         elif verb == "release":
-            actions.release_claim(self.db, op, settings, task_id=task_id)
+            await _off_loop(actions.release_claim, self.db, op, settings, task_id=task_id)
         return back_to(ctx, f"/tasks/{task_id}", ok=verb)
 
     async def recurring_action(self, ctx: Ctx) -> Response:
@@ -77,7 +85,7 @@ class Forms:
         if verb not in ("pause", "resume"):
             raise NotFound(f"no recurring task action {verb!r}; pause or resume")
         if verb == "pause":
-            actions.pause_recurring(self.db, _op(ctx), template_id=template_id)
+            await _off_loop(actions.pause_recurring, self.db, _op(ctx), template_id=template_id)
         else:
-            actions.resume_recurring(self.db, _op(ctx), template_id=template_id)
+            await _off_loop(actions.resume_recurring, self.db, _op(ctx), template_id=template_id)
         return back_to(ctx, "/schedule", ok=verb)
