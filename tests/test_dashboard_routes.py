@@ -282,7 +282,7 @@ def test_session_cookie_is_httponly_and_samesite_strict(app):
 
 def test_french(dash):
     html = dash.get("/tasks?lang=fr").text
-    assert '<html lang="fr">' in html and "Tâches" in html and "Appliquer" in html
+    assert '<html lang="fr">' in html and "Tâches" in html and "Appliquer" in html and "En cours</h2>" in html
     assert '<html lang="fr">' in dash.get("/team").text  # remembered by cookie
     assert "Apply" in dash.get("/team?lang=en").text
 

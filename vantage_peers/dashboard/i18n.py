@@ -35,6 +35,8 @@ _OWN: dict[str, dict[str, str]] = {
         "done_ok": "Done.", "all": "all", "yes": "yes", "no": "no", "state": "State", "tasks_of": "Tasks",
         "orchestrators": "orchestrators", "online_now": "online now", "via": "via", "total": "total",
         "match_all": "every word", "match_any": "any of the words",
+        "st_todo": "To do", "st_in_progress": "In progress", "st_review": "Review", "st_blocked": "Blocked",
+        "st_done": "Done", "st_cancelled": "Cancelled",
     },
     "fr": {
         "app": "Tableau de bord vantage-peers", "skip": "Aller au contenu", "nav": "Vues", "team": "Équipe",
@@ -69,6 +71,8 @@ _OWN: dict[str, dict[str, str]] = {
         "tasks_of": "Tâches", "orchestrators": "orchestrateurs", "online_now": "en ligne",
         "via": "via", "total": "total",
         "match_all": "tous les mots", "match_any": "l'un des mots",
+        "st_todo": "À faire", "st_in_progress": "En cours", "st_review": "En revue", "st_blocked": "Bloquée",
+        "st_done": "Terminée", "st_cancelled": "Annulée",
     },
 }
 
