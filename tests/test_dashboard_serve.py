@@ -70,6 +70,7 @@ def test_master_secret_signs_in_and_the_actor_is_recorded(served):
     assert "secure" not in ok.headers["set-cookie"].lower() or BASE.startswith("https")
     page = client.get("/dashboard/messages")
     assert page.status_code == 200 and "human:Ann" in page.text
+    assert "Mode: <strong>keyword</strong>" in client.get("/dashboard/memory?q=anything").text
     token = _CSRF.search(page.text).group(1)
     sent = client.post("/dashboard/actions/send", data={"csrf": token, "to": "bob", "content": "from the web"},
                        headers={"Origin": BASE})

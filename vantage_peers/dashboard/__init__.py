@@ -26,10 +26,12 @@ __all__ = ["Config", "build_dashboard"]
 
 
 def build_dashboard(db: Database, settings: Any, *, login_required: bool, loopback: bool,
-                    local_name: str = "operator", public_host: str | None = None) -> Starlette:
+                    local_name: str = "operator", public_host: str | None = None, memory: Any = None) -> Starlette:
+    """The dashboard app. `memory`: the MemoryServices to embed search queries with (`serve` passes
+    its own, so the process loads one embedding model, not two); default: one of its own."""
     cfg = Config(db=db, settings=settings, login_required=login_required, loopback=loopback,
                  local_name=local_name, public_host=public_host)
-    views, forms = Views(cfg), Forms(cfg)
+    views, forms = Views(cfg, memory), Forms(cfg)
 
     async def home(ctx: Ctx) -> Response:
         return RedirectResponse(ctx.url("/team"), status_code=303)

@@ -25,6 +25,9 @@ def mount_dashboard(starlette: Starlette, app: Any, *, host: str, no_auth: bool)
     if no_auth and not loopback:
         raise ValueError("serve --no-auth is loopback-only; the dashboard needs sign-in on " + host)
     public = urlparse(settings.public_base_url).netloc.lower() if settings.public_base_url else None
-    dash = build_dashboard(app.db, settings, login_required=not no_auth, loopback=loopback, public_host=public)
+    from ..domains.memory.services import services
+
+    dash = build_dashboard(app.db, settings, login_required=not no_auth, loopback=loopback, public_host=public,
+                           memory=services(app))
     starlette.router.routes.append(Mount(PATH, app=dash))
     return dash

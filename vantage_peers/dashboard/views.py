@@ -18,10 +18,10 @@ ACTIVITY_KINDS = tuple(q.ACTIVITY_SOURCES)
 
 
 class Views:
-    def __init__(self, cfg: Config) -> None:
+    def __init__(self, cfg: Config, memory: MemoryServices | None = None) -> None:
         self.cfg = cfg
         self.db = cfg.db
-        self._memory: MemoryServices | None = None
+        self._memory = memory
 
     async def read(self, fn: Any) -> Any:
         """One read snapshot, in a worker thread: a query never blocks the event loop (the live
