@@ -137,6 +137,7 @@ def test_upgrade_from_an_older_file_keeps_data(tmp_path):
         assert app.db.conn.scalar("SELECT content FROM memories WHERE id = 'mem_old'") == "kept"
         assert app.db.conn.scalar("SELECT count(*) FROM iframeEmbedSessions") == 0
         assert app.db.conn.scalar("SELECT count(*) FROM okfImports") == 0
+        assert app.db.conn.scalar("SELECT count(*) FROM humanActions") == 0  # migration 016 (dashboard)
     finally:
         app.db.close()
 

@@ -103,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="worker processes accepting on the port (default 1; one process uses about one core)")
     serve.add_argument("--no-auth", action="store_true",
                        help="no authentication (loopback hosts only; local testing)")
+    # issue 23: the web dashboard (loopback only; `serve` mounts it at /dashboard behind sign-in)
+    dash = command(sub, "dashboard", "open the live web dashboard of the team on 127.0.0.1 (no sign-in on loopback)",
+                   example="vantage-peers dashboard --port 8765 --open", settings="BEARER_SECRET_MASTER (serve only)")
+    dash.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765)")
+    dash.add_argument("--open", action="store_true", help="open it in the default browser")
+    dash.add_argument("--name", help="your name, shown to agents as human:<name> (default: your login name)")
     from .http.token_cli import add_parser as add_token_parser
 
     add_token_parser(sub)
@@ -143,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
             from .http.serve import run_serve
 
             return run_serve(args.host, args.port, no_auth=args.no_auth, workers=args.workers)
+        if args.command == "dashboard":  # issue 23
+            from .dashboard.cli import run_dashboard
+
+            return run_dashboard(args.port, open_browser=args.open, name=args.name)
         if args.command == "token":
             from .http.token_cli import run_token
 

@@ -58,14 +58,17 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
     app = create_app(settings)
     logging.getLogger("mcp").setLevel(logging.WARNING)  # not one INFO line per stateless request
     starlette = build_http_app(app, host=host, port=port, no_auth=no_auth)
+    from ..dashboard.mount import mount_dashboard  # issue 23: the web dashboard at /dashboard
+
+    mount_dashboard(starlette, app, host=host, no_auth=no_auth)
     scheduler = None
     if settings.scheduler:
         from ..scheduler import Scheduler
 
         scheduler = Scheduler(app)
         scheduler.start()
-    print(f"vantage-peers serve: MCP at {base_url(settings, host, port)}/mcp (bound to {host}:{port}, "
-          f"db {settings.db_path})", file=sys.stderr, flush=True)
+    print(f"vantage-peers serve: MCP at {base_url(settings, host, port)}/mcp, dashboard at /dashboard (bound to "
+          f"{host}:{port}, db {settings.db_path})", file=sys.stderr, flush=True)
     # uvicorn drains on SIGTERM/SIGINT, then re-raises the signal to the handler that was there
     # before it: make that a no-op (kept to the end: a second signal during the close below must
     # not kill the process half-way), so the scheduler and the database are closed, exit 0.

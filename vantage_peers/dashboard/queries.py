@@ -1,0 +1,204 @@
+"""Read models of the people-side views: Team, Messages, Claims and Activity.
+
+Each function takes one connection (the caller holds one read snapshot) and returns plain dicts a
+template renders. Lists are keyset pages (`paging.keyset_page`: `{items, nextCursor?}`), so a page
+costs the same at 100k rows as at 100; per-page extras (unread counts, receipt tallies) are one
+query over the page's ids, never a correlated subquery per row of the table.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..db import Connection
+from ..db.paging import decode_cursor, encode_cursor, equals, keyset_page
+from ..domains.leases import store as leases_store
+from ..domains.messaging import store as messaging
+
+PAGE = 25
+ONLINE_MS = 2 * 60_000  # presence is refreshed by every tool call: seen in the last 2 min = online
+IDLE_MS = 15 * 60_000  # then idle up to 15 min, stale after
+OPEN = ("todo", "in_progress", "review", "blocked")
+PRESENCE = ("online", "idle", "stale")
+
+
+def presence(last_seen: int | None, now: int) -> str:
+    age = now - (last_seen or 0)
+    return "online" if age <= ONLINE_MS else "idle" if age <= IDLE_MS else "stale"
+
+
+def _marks(values: list[Any]) -> str:
+    return ",".join("?" for _ in values)
+
+
+# -- Team -------------------------------------------------------------------------------------
+def team(conn: Connection, *, now: int, state: str | None, who: str | None, cursor: str | None,
+         limit: int = PAGE) -> dict[str, Any]:
+    """Every instance (newest seen first) with presence, summary, open tasks and unread count."""
+    where, params = equals((("orchestratorId", who),))
+    if state == "online":
+        where.append("lastSeen >= ?")
+        params.append(now - ONLINE_MS)
+    elif state == "idle":
+        where += ["lastSeen < ?", "lastSeen >= ?"]
+        params += [now - ONLINE_MS, now - IDLE_MS]
+    elif state == "stale":
+        where.append("lastSeen < ?")
+        params.append(now - IDLE_MS)
+    page = keyset_page(conn, table="instances", to_item=dict, where=where, params=params, sort_col="lastSeen",
+                       limit=limit, cursor=cursor)
+    names = list({r["orchestratorId"] for r in page["items"]})
+    open_tasks: dict[str, int] = {}
+    unread: dict[str, int] = {}
+    if names:
+        # Both counts walk partial indexes (tasks_open_by_assignee, receipts_unread) per name.
+        for r in conn.query(f"SELECT assignedTo AS who, count(*) AS n FROM tasks WHERE assignedTo IN "
+                            f"({_marks(names)}) AND status IN ('todo', 'in_progress', 'review', 'blocked') "
+                            "GROUP BY assignedTo", names):
+            open_tasks[r["who"]] = r["n"]
+        for r in conn.query(f"SELECT recipient AS who, count(*) AS n FROM messageReceipts INDEXED BY receipts_unread "
+                            f"WHERE recipient IN ({_marks(names)}) AND readAt IS NULL GROUP BY recipient", names):
+            unread[r["who"]] = r["n"]
+    for item in page["items"]:
+        item["presence"] = presence(item["lastSeen"], now)
+        item["openTasks"] = open_tasks.get(item["orchestratorId"], 0)
+        item["unread"] = unread.get(item["orchestratorId"], 0)
+    page["counts"] = {
+        "orchestrators": conn.scalar("SELECT count(*) FROM profiles"),
+        "online": conn.scalar("SELECT count(*) FROM instances WHERE lastSeen >= ?", (now - ONLINE_MS,)),
+    }
+    return page
+
+
+# -- Messages ---------------------------------------------------------------------------------
+# Receipt tallies shown per message. Acknowledgements and dead letters (branch i21) add their
+# columns here and in RECEIPT_COLUMNS; the template renders whatever this list names.
+RECEIPT_COLUMNS = ("recipients", "read", "unread")
+
+
+def receipt_tallies(conn: Connection, message_ids: list[str]) -> dict[str, dict[str, int]]:
+    if not message_ids:
+        return {}
+    out = {m: {c: 0 for c in RECEIPT_COLUMNS} for m in message_ids}
+    for r in conn.query(
+        "SELECT messageId, count(*) AS recipients, count(readAt) AS read FROM messageReceipts "
+        f"WHERE messageId IN ({_marks(message_ids)}) GROUP BY messageId", message_ids,
+    ):
+        out[r["messageId"]] = {"recipients": r["recipients"], "read": r["read"], "unread": r["recipients"] - r["read"]}
+    return out
+
+
+def channels(conn: Connection, *, limit: int = 40) -> list[dict[str, Any]]:
+    """The most recently active channels (one index probe per distinct channel via a skip-scan)."""
+    return conn.query(
+        "SELECT channel, max(createdAt) AS lastAt FROM messages INDEXED BY messages_by_channel "
+        "GROUP BY channel ORDER BY lastAt DESC LIMIT ?", (limit,))
+
+
+def messages(conn: Connection, *, channel: str | None, sender: str | None, recipient: str | None,
+             unread_only: bool, cursor: str | None, limit: int = PAGE) -> dict[str, Any]:
+    """Newest first. `recipient` + `unread_only` = what that agent has not read yet."""
+    where, params = equals((("channel", channel), ("sender", sender)))
+    if recipient is not None or unread_only:
+        sub = ["r.messageId = messages.id"]
+        if recipient is not None:
+            sub.append("r.recipient = ?")
+            params.append(recipient)
+        if unread_only:
+            sub.append("r.readAt IS NULL")
+        where.append(f"EXISTS (SELECT 1 FROM messageReceipts r WHERE {' AND '.join(sub)})")
+    page = keyset_page(conn, table="messages", to_item=messaging.message_doc, where=where, params=params,
+                       limit=limit, cursor=cursor)
+    tallies = receipt_tallies(conn, [m["_id"] for m in page["items"]])
+    for item in page["items"]:
+        item["receipts"] = tallies.get(item["_id"], {c: 0 for c in RECEIPT_COLUMNS})
+    return page
+
+
+def message_detail(conn: Connection, message_id: str) -> dict[str, Any] | None:
+    msg = messaging.get_message(conn, message_id=message_id)
+    if msg is None:
+        return None
+    msg["receipts"] = conn.query(
+        "SELECT recipient, recipientInstanceId, readAt, createdAt FROM messageReceipts WHERE messageId = ? "
+        "ORDER BY recipient, recipientInstanceId LIMIT 500", (message_id,))
+    return msg
+
+
+# -- Claims -----------------------------------------------------------------------------------
+def task_claims(conn: Connection, *, holder: str | None, cursor: str | None, limit: int = PAGE) -> dict[str, Any]:
+    """Tasks held today: in_progress with their claimant (assignee/instance) and open work segment.
+
+    When the lease model (branch i22) lands, its `task:` and `path:` leases are listed by
+    `lease_rows` below and shown in the same table (holder, key, expiresAt, fencing token).
+    """
+    where, params = ["status = 'in_progress'"], []
+    if holder:
+        where.append("assignedTo = ?")
+        params.append(holder)
+    page = keyset_page(conn, table="tasks", to_item=dict, where=where, params=params, sort_col="updatedAt",
+                       limit=limit, cursor=cursor)
+    ids = [t["id"] for t in page["items"]]
+    open_since: dict[str, int] = {}
+    if ids:
+        for r in conn.query(f"SELECT taskId, startedAt FROM taskSegments WHERE endedAt IS NULL AND taskId IN "
+                            f"({_marks(ids)})", ids):
+            open_since[r["taskId"]] = r["startedAt"]
+    expiry: dict[str, int] = {}
+    if ids:  # the claim lease of each task, when it was checked out (docs/leases.md)
+        for r in conn.query(f"SELECT key, expiresAt FROM agentLeases WHERE kind = 'task' AND releasedAt IS NULL "
+                            f"AND expiresAt > ? AND key IN ({_marks(ids)})", [int(time.time() * 1000), *ids]):
+            expiry[r["key"]] = r["expiresAt"]
+    page["items"] = [{"kind": "task", "key": t["id"], "title": t["title"], "holder": t["assignedTo"],
+                      "instance": t["assignedToInstance"], "since": open_since.get(t["id"], t["startedAt"]),
+                      "expiresAt": expiry.get(t["id"])} for t in page["items"]]
+    return page
+
+
+def lease_rows(conn: Connection, *, now: int) -> list[dict[str, Any]]:
+    """Leases held now: agents' task claims, path reservations and slots (docs/leases.md), soonest
+    expiry first, then the scheduler's job leases (which process runs a background job)."""
+    rows = [{"kind": lease["kind"], "key": lease["key"], "holder": lease["holder"] + (
+                f" ({lease['holderInstance']})" if lease.get("holderInstance") else ""),
+             "expiresAt": lease["expiresAt"], "fencingToken": lease["fencingToken"]}
+            for lease in leases_store.overview(conn, now=now)]
+    rows += [{"kind": "job", "key": r["name"], "holder": r["owner"], "expiresAt": r["expiresAt"], "fencingToken": None}
+             for r in conn.query("SELECT name, owner, expiresAt FROM leases WHERE expiresAt > ? ORDER BY name "
+                                 "LIMIT 200", (now,))]
+    return rows
+
+
+# -- Activity ---------------------------------------------------------------------------------
+ACTIVITY_SOURCES: dict[str, tuple[str, str, str]] = {
+    # kind: (table, time column with an index (time DESC, id DESC), columns who / summary / ref)
+    "message": ("messages", "createdAt", "sender AS who, substr(content, 1, 200) AS summary, channel AS ref"),
+    "task": ("tasks", "updatedAt", "assignedTo AS who, title AS summary, status AS ref"),
+    "memory": ("memories", "createdAt", "createdBy AS who, substr(content, 1, 200) AS summary, namespace AS ref"),
+    "mission": ("missions", "updatedAt", "pilot AS who, name AS summary, status AS ref"),
+    "human": ("humanActions", "createdAt", "actor AS who, action || ' ' || targetId AS summary, targetKind AS ref"),
+}
+
+
+def activity(conn: Connection, *, kinds: list[str] | None, cursor: str | None, now: int,
+             limit: int = 40) -> dict[str, Any]:
+    """The latest events across the team: each source's newest `limit + 1` before the cursor, merged.
+
+    The cursor is the (time, id) of the last event shown; every source reads through its
+    (time DESC, id DESC) index, so a page costs the same however long the history is.
+    """
+    anchor = decode_cursor(cursor)
+    at, last_id = (int(anchor[0]), anchor[1] or "") if anchor and isinstance(anchor[0], int) else (now + 1, "")
+    rows: list[dict[str, Any]] = []
+    for kind, (table, col, cols) in ACTIVITY_SOURCES.items():
+        if kinds and kind not in kinds:
+            continue
+        sql = (f"SELECT {col} AS at, id, {cols} FROM {table} WHERE ({col} < ? OR ({col} = ? AND id < ?)) "
+               f"ORDER BY {col} DESC, id DESC LIMIT ?")
+        for r in conn.query(sql, (at, at, last_id, limit + 1)):
+            rows.append({**r, "kind": kind})
+    rows.sort(key=lambda r: (r["at"], r["id"]), reverse=True)
+    page: dict[str, Any] = {"items": rows[:limit]}
+    if len(rows) > limit:
+        page["nextCursor"] = encode_cursor(rows[limit - 1]["at"], rows[limit - 1]["id"])
+    return page
