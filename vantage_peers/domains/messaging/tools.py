@@ -10,7 +10,7 @@ from ...app import App, check_name, require_query, require_text
 from ...errors import Forbidden, InvalidArgument, NotFound
 from ...paging import Fields, capped, clamp_limit, fit_list
 from ..profiles import store as profiles_store
-from . import store
+from . import store, tools_delivery
 
 MAX_CONTENT_BYTES = 1_000_000
 SYSTEM = "system"
@@ -18,6 +18,7 @@ SYSTEM = "system"
 
 def register(app: App) -> None:
     db = app.db
+    tools_delivery.register(app)  # acknowledgements, delivery status, redelivery job, inbox resources
 
     @app.tool("write")
     def send_message(
@@ -28,11 +29,15 @@ def register(app: App) -> None:
         instanceId: str | None = None,
         sessionDay: int | None = None,
         tenantId: str | None = None,
+        ackRequired: bool = False,
+        ackTimeoutSeconds: int | None = None,
     ) -> dict[str, Any]:
         """Send a message to a role, a comma list, one instance id, or `broadcast`.
 
         `instanceId` targets one instance of the role. Returns `{messageId, recipients}`, with
-        `warnings` naming recipients that have no profile.
+        `warnings` naming recipients that have no profile. `ackRequired`: each recipient must
+        acknowledge_message it, else it is redelivered after `ackTimeoutSeconds` (doubling), then
+        dead-lettered with a `system` message to you; follow it with get_message_delivery.
         """
         sender = app.caller(from_, "from")
         check_name(channel, "channel")
@@ -41,6 +46,7 @@ def register(app: App) -> None:
         if target and ("," in channel or channel == store.BROADCAST):
             raise InvalidArgument("instanceId targets one role's instance; it cannot be used with a list or broadcast")
         from_inst = app.instance(fromInstanceId, sender, "fromInstanceId")
+        ack_ms = tools_delivery.ack_timeout_ms(app, ackRequired, ackTimeoutSeconds)  # #21: None = no ack
 
         def send(c):
             sent = store.send_message(
@@ -53,6 +59,8 @@ def register(app: App) -> None:
                 warning = profiles_store.unknown_name_warning(c, recipient)
                 if warning:
                     app.warn(warning)
+            if ack_ms is not None:
+                tools_delivery.require_ack(app, c, sent, ack_ms, broadcast=channel.strip() == store.BROADCAST)
             return sent
 
         return db.write(send)

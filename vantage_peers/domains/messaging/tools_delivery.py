@@ -1,0 +1,85 @@
+"""MCP tools for acknowledgements and delivery status, and the redelivery job (docs/delivery.md).
+
+The caller is resolved with `app.caller(...)` like the other messaging tools (the #18 call
+pipeline turns these into declarations); the rules themselves live in `delivery.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from ...app import App, require_text
+from ...errors import Forbidden, InvalidArgument, NotFound
+from ...ids import now_ms
+from ...scheduler import allow_concurrent, tick_now
+from . import delivery
+
+JOB = "message-redelivery"
+MAX_NOTE_BYTES = 10_000
+MAX_ACK_TIMEOUT_SECONDS = 7 * 24 * 3600
+
+
+def ack_timeout_ms(app: App, required: bool, seconds: int | None) -> int | None:
+    """The first wait for an acknowledgement in ms, or None when the send asks for none."""
+    if not required:
+        if seconds is not None:
+            raise InvalidArgument("ackTimeoutSeconds needs ackRequired: true")
+        return None
+    value = app.settings.ack_timeout_seconds if seconds is None else seconds
+    if not 1 <= value <= MAX_ACK_TIMEOUT_SECONDS:
+        raise InvalidArgument(f"ackTimeoutSeconds must be 1..{MAX_ACK_TIMEOUT_SECONDS} (7 days)")
+    return value * 1000
+
+
+def require_ack(app: App, conn: Any, sent: dict[str, Any], timeout_ms: int, *, broadcast: bool) -> None:
+    """Called by send_message inside its transaction; warns about stale recipients a broadcast skips."""
+    skipped = delivery.require_ack(conn, message_id=sent["messageId"], timeout_ms=timeout_ms, now=now_ms(),
+                                   dead_after_ms=app.settings.dead_after_seconds * 1000, broadcast=broadcast)
+    if skipped:
+        shown = ", ".join(skipped[:10]) + (" …" if len(skipped) > 10 else "")
+        app.warn(f"{len(skipped)} stale recipient(s) (no presence for VP_DEAD_AFTER_SECONDS) are not waited on "
+                 f"by this broadcast: {shown}")
+
+
+def register(app: App) -> None:
+    db = app.db
+    settings = app.settings
+
+    app.add_job(JOB, lambda: db.write(lambda c: delivery.redeliver_due(
+        c, now=tick_now(), max_attempts=settings.max_delivery_attempts)))
+    allow_concurrent(JOB)  # every effect is a compare-and-set UPDATE: no lease needed
+
+    @app.tool("idempotent")
+    def acknowledge_message(
+        receiptIds: Annotated[list[str] | None, Field(max_length=delivery.MAX_ACK_IDS)] = None,
+        messageId: str | None = None,
+        note: str | None = None,
+        recipient: str | None = None,
+    ) -> dict[str, Any]:
+        """Acknowledge messages you received: by `receiptIds` (from check_messages) or a `messageId`.
+
+        Only the receipt's recipient (or `system`) may. Acknowledging also marks read and stops
+        redelivery; mark_as_read alone is not an acknowledgement. Idempotent: returns
+        `{acknowledged, alreadyAcknowledged, receiptIds}`.
+        """
+        who = app.caller(recipient, "recipient")
+        text = require_text(note, "note", max_bytes=MAX_NOTE_BYTES) if note is not None else None
+        return db.write(lambda c: delivery.acknowledge(c, caller=who, receipt_ids=receiptIds, message_id=messageId,
+                                                       note=text, now=now_ms()))
+
+    @app.tool("read")
+    def get_message_delivery(messageId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
+        """Delivery of a message you sent: per recipient and instance `delivered`, `read`,
+        `acknowledged` (with `ackNote`, `acknowledgedAt`), `redelivered` (count), `deadLettered`,
+        `recipientLastSeen` and `stale`, plus `counts` (`pending` = still awaited). Sender or `system` only.
+        """
+        caller = app.caller(callerOrchestrator, "callerOrchestrator")
+        view = db.read(lambda c: delivery.delivery(c, message_id=messageId, now=now_ms(),
+                                                   dead_after_ms=settings.dead_after_seconds * 1000))
+        if view is None:
+            raise NotFound(f"message {messageId} does not exist")
+        if caller not in (view["from"], delivery.SYSTEM):
+            raise Forbidden(f"only the sender ({view['from']}) or system may see the delivery of {messageId}")
+        return view
