@@ -69,7 +69,8 @@ def register(app: App) -> None:
         return db.write(lambda c: delivery.acknowledge(c, caller=who, receipt_ids=receiptIds, message_id=messageId,
                                                        note=text, now=now_ms()))
 
-    @app.tool("read")
+    # core is full (Cursor's 40-tool cap, tests/test_toolsets.py): the sender's view is one enable_toolset away.
+    @app.tool("read", toolset="extras")
     def get_message_delivery(messageId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Delivery of a message you sent: per recipient and instance `delivered`, `read`,
         `acknowledged` (with `ackNote`, `acknowledgedAt`), `redelivered` (count), `deadLettered`,
