@@ -103,6 +103,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="worker processes accepting on the port (default 1; one process uses about one core)")
     serve.add_argument("--no-auth", action="store_true",
                        help="no authentication (loopback hosts only; local testing)")
+    # #21: block until a message or task arrives for VP_ORCHESTRATOR (wake.py; the plugin's Stop hook runs it).
+    wait = command(sub, "wait", "block until a message or task is new for VP_ORCHESTRATOR, print a digest; "
+                   "exit 3 on timeout", example="vantage-peers wait --for messages,tasks --timeout 600",
+                   settings="VP_ORCHESTRATOR, VP_INSTANCE_ID")
+    wait.add_argument("--for", dest="kinds", default="messages,tasks", help="messages, tasks or both (default)")
+    wait.add_argument("--timeout", type=float, default=None, help="seconds (default: forever; 0 checks once)")
+    wait.add_argument("--json", action="store_true", help="print one JSON object (≤ 1 KB)")
+    wait.add_argument("--state", help="file remembering what was reported (hooks: one per session)")
     from .http.token_cli import add_parser as add_token_parser
 
     add_token_parser(sub)
@@ -130,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
             from .status import run_status
 
             return run_status(as_json=args.json)
+        if args.command == "wait":
+            from .wake import run_wait
+
+            return run_wait(kinds_text=args.kinds, timeout=args.timeout, as_json=args.json, state=args.state)
         if args.command in handlers:
             return handlers[args.command](args)
         if args.command == "serve":
