@@ -13,9 +13,9 @@ import sys
 import time
 
 import pytest
-
 from conftest import make_settings
 from plugin_helpers import HOOKS
+
 from vantage_peers.db import open_database
 from vantage_peers.domains.messaging import store as messages
 
