@@ -14,7 +14,7 @@ from ...app import App, require_text
 from ...errors import Forbidden, InvalidArgument, NotFound
 from ...ids import now_ms
 from ...scheduler import allow_concurrent, tick_now
-from . import delivery
+from . import delivery, tools_resources
 
 JOB = "message-redelivery"
 MAX_NOTE_BYTES = 10_000
@@ -50,6 +50,7 @@ def register(app: App) -> None:
     app.add_job(JOB, lambda: db.write(lambda c: delivery.redeliver_due(
         c, now=tick_now(), max_attempts=settings.max_delivery_attempts)))
     allow_concurrent(JOB)  # every effect is a compare-and-set UPDATE: no lease needed
+    tools_resources.register(app)  # vp://inbox/{orchestrator}, vp://tasks/{orchestrator} + subscriptions
 
     @app.tool("idempotent")
     def acknowledge_message(
