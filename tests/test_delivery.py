@@ -154,3 +154,15 @@ def test_ack_arguments_are_validated(team):
 def test_system_may_acknowledge_any_receipt(team):
     sent = send(team, "alice", "bob,carol", "x", ackRequired=True)
     assert team.call("acknowledge_message", messageId=sent["messageId"], recipient="system")["acknowledged"] == 2
+
+
+def test_status_marks_silent_peers_stale(app, team):
+    from vantage_peers.status import collect, render
+
+    app.db.write(lambda c: c.execute("INSERT INTO instances (id, orchestratorId, instanceId, lastSeen, createdAt) "
+                                     "VALUES ('ins_z', 'zombie', 'z-1', 1, 1)"))
+    data = collect(app)
+    by = {(p["orchestratorId"], p["instanceId"]): p["stale"] for p in data["peers"]}
+    assert by[("zombie", "z-1")] is True and by[("bob", "")] is False
+    line = next(x for x in render(data).splitlines() if "zombie/z-1" in x)
+    assert "STALE" in line
