@@ -166,3 +166,32 @@ def test_status_marks_silent_peers_stale(app, team):
     assert by[("zombie", "z-1")] is True and by[("bob", "")] is False
     line = next(x for x in render(data).splitlines() if "zombie/z-1" in x)
     assert "STALE" in line
+
+
+def test_hostile_input_to_delivery_tools(team):
+    sent = send(team, "alice", "bob", "x", ackRequired=True)
+    for bad in ("' OR 1=1 --", "msg_\x00", "%", "*", '"; DROP TABLE messages; --'):
+        assert "NOT_FOUND" in team.error("acknowledge_message", messageId=bad, recipient="bob")
+        assert "NOT_FOUND" in team.error("acknowledge_message", receiptIds=[bad], recipient="bob")
+        assert "NOT_FOUND" in team.error("get_message_delivery", messageId=bad, callerOrchestrator="alice")
+    assert "INVALID_ARGUMENT" in team.error("acknowledge_message", receiptIds=[f"r{i}" for i in range(501)],
+                                            recipient="bob")
+    assert "INVALID_ARGUMENT" in team.error("acknowledge_message", receiptIds=[], recipient="bob")
+    assert "INVALID_ARGUMENT" in team.error("acknowledge_message", receiptIds="rcp_1", recipient="bob")
+    assert "INVALID_ARGUMENT" in team.error("send_message", **{"from": "alice", "channel": "bob", "content": "x",
+                                                               "ackRequired": "yes please"})
+    # A mix of one's own receipt and a foreign one acknowledges nothing.
+    mine = team.call("check_messages", recipient="bob")[0]["receiptId"]
+    other = send(team, "alice", "carol", "y", ackRequired=True)
+    theirs = team.call("check_messages", recipient="carol")[0]["receiptId"]
+    assert "RBAC_DENIED" in team.error("acknowledge_message", receiptIds=[mine, theirs], recipient="bob")
+    view = team.call("get_message_delivery", messageId=sent["messageId"], callerOrchestrator="alice")
+    assert view["counts"]["acknowledged"] == 0
+    assert team.call("get_message_delivery", messageId=other["messageId"],
+                     callerOrchestrator="alice")["counts"]["acknowledged"] == 0
+
+
+def test_migration_012_columns_exist_on_a_fresh_file(app):
+    cols = {r["name"] for r in app.db.read(lambda c: c.query("PRAGMA table_info(messageReceipts)"))}
+    assert {"ackRequired", "ackTimeoutMs", "ackedAt", "ackNote", "ackedBy", "deliveryAttempt", "redeliveredAt",
+            "nextDeliveryAt", "deadLetteredAt", "staleAtSend"} <= cols

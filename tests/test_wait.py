@@ -93,3 +93,29 @@ def test_wait_refuses_bad_arguments(db_path):
     env.pop("VP_ORCHESTRATOR")
     r = subprocess.run(wait_cmd("--timeout", "0"), env=env, capture_output=True, text=True, cwd=db_path.parent)
     assert r.returncode == 2 and "VP_ORCHESTRATOR" in r.stderr
+
+
+def test_many_waiters_on_one_file_all_wake_and_instance_targeting(db, db_path):
+    procs = [subprocess.Popen(wait_cmd("--timeout", "90", "--state", str(db_path.parent / f"s{i}.json")),
+                              env=env_for(db_path, VP_INSTANCE_ID=f"bob-{i % 2}"), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for i in range(6)]
+    try:
+        # Only instance bob-1 is addressed: the bob-0 waiters must not wake on it.
+        only = db.write(lambda c: messages.send_message(c, sender="alice", channel="bob", content="for bob-1",
+                                                        instance_id="bob-1"))["messageId"]
+        outs = {}
+        for i in (1, 3, 5):
+            out, err = procs[i].communicate(timeout=90)
+            assert procs[i].returncode == 0, err
+            outs[i] = out.decode()
+        assert all(only in o for o in outs.values())
+        assert all(procs[i].poll() is None for i in (0, 2, 4))
+        role = send(db, text="for every instance")["messageId"]
+        for i in (0, 2, 4):
+            out, err = procs[i].communicate(timeout=90)
+            assert procs[i].returncode == 0 and role in out.decode() and only not in out.decode(), err
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()

@@ -7,6 +7,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from vantage_peers.db import Database, migrate
 from vantage_peers.db.watch import Watcher
 
@@ -15,16 +17,17 @@ WRITE = ("import sys, apsw; c = apsw.Connection(sys.argv[1]); c.set_busy_timeout
          "(sys.argv[2],))")
 
 
-def make(tmp_path):
+def make(tmp_path, journal_mode="wal"):
     path = tmp_path / "w.db"
-    db = Database(path)
+    db = Database(path, journal_mode=journal_mode)
     migrate(db)
     db.close()
     return str(path)
 
 
-def test_changed_sees_another_process_commit_once(tmp_path):
-    path = make(tmp_path)
+@pytest.mark.parametrize("journal_mode", ["wal", "delete"])
+def test_changed_sees_another_process_commit_once(tmp_path, journal_mode):
+    path = make(tmp_path, journal_mode)
     with Watcher(path, interval=0.05) as w:
         assert w.changed() is False
         subprocess.run([sys.executable, "-c", WRITE, path, "i1"], check=True)
