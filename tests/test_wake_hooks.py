@@ -74,6 +74,11 @@ def test_digest_hooks_add_context_only_for_new_things(db, env):
     r = run("inbox-digest", hook_event("UserPromptSubmit"), env)
     ctx = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "task_9" in ctx and mid not in ctx
+    # A compaction emptied the context: everything pending is shown again; a resume is not.
+    assert run("inbox-digest", hook_event("SessionStart", source="resume"), env).stdout == b""
+    ctx = json.loads(run("inbox-digest", hook_event("SessionStart", source="compact"), env).stdout)
+    assert mid in ctx["hookSpecificOutput"]["additionalContext"] and "task_9" in ctx["hookSpecificOutput"][
+        "additionalContext"]
 
 
 def test_stop_hook_wakes_with_exit_2_when_a_message_arrives_and_not_on_its_own_output(db, env):

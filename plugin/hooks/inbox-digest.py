@@ -9,6 +9,7 @@ active again; this hook reports what arrived). Fails open; `VP_WAKE_HOOKS=off` d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -28,6 +29,10 @@ def main() -> int:
         name = event.get("hook_event_name")
         if name not in ("SessionStart", "UserPromptSubmit"):
             return 0
+        if name == "SessionStart" and event.get("source") in ("clear", "compact"):
+            # The context was emptied or summarised: what was reported before is no longer in it.
+            with contextlib.suppress(OSError):
+                os.remove(wake.state_path(event))
         with open(wake.state_path(event, "sleeper"), "w", encoding="utf-8") as f:
             f.write(uuid.uuid4().hex)  # a Stop waiter still sleeping sees it is superseded and exits quietly
         text = wake.run_wait(event, 0, wake.seconds("VP_HOOK_TIMEOUT_SECONDS", 8))
