@@ -94,7 +94,7 @@ def agent(path: str, role: str, inst: str, roles: list[str], logdir: str, seed: 
 
 
 # -- phase 1 -------------------------------------------------------------------------------------
-def crash_run(path: str, roles_n: int, seconds: float, kill_every: float, drain: float) -> dict:
+def crash_run(path: str, roles_n: int, seconds: float, kill_every: float, drain: float, seed: int = 7) -> dict:
     from vantage_peers.db import migrate
     from vantage_peers.domains.messaging.delivery import redeliver_due
     from vantage_peers.domains.profiles import store as profiles
@@ -110,6 +110,7 @@ def crash_run(path: str, roles_n: int, seconds: float, kill_every: float, drain:
     seeds = iter(range(1, 10**6))
 
     def start(role: str, inst: str) -> None:
+        (Path(logdir) / f"ready-{role}-{inst}").unlink(missing_ok=True)  # re-signalled once started
         procs[(role, inst)] = subprocess.Popen(
             [sys.executable, __file__, "--agent", path, role, inst, ",".join(roles), logdir, str(next(seeds))],
             stdout=subprocess.DEVNULL, stderr=open(Path(logdir) / f"err-{role}-{inst}.log", "a"))  # noqa: SIM115
@@ -119,15 +120,18 @@ def crash_run(path: str, roles_n: int, seconds: float, kill_every: float, drain:
             start(role, inst)
     while len(list(Path(logdir).glob("ready-*"))) < len(procs):  # start-up is slow on a loaded machine
         time.sleep(0.1)
-    rng = random.Random(7)
+    rng = random.Random(seed)
     kills = 0
     job = {"redelivered": 0, "deadLettered": 0}
     end = time.monotonic() + seconds
     next_kill = time.monotonic() + kill_every
-    while time.monotonic() < end + drain:
+    drain_until = None  # the drain starts once every agent restarted by the last kill is running again
+    while drain_until is None or time.monotonic() < drain_until:
         now = time.monotonic()
         if now >= end and not (Path(logdir) / "stop-sending").exists():
             (Path(logdir) / "stop-sending").touch()
+        if now >= end and drain_until is None and len(list(Path(logdir).glob("ready-*"))) == len(procs):
+            drain_until = now + drain
         if now < end and now >= next_kill:
             key = rng.choice(list(procs))
             procs[key].send_signal(signal.SIGKILL)
@@ -160,6 +164,7 @@ def crash_run(path: str, roles_n: int, seconds: float, kill_every: float, drain:
 
     sent, by_kind, receipts = db.read(stats)
     live = [r for r in receipts if r["recipient"] != "ghost"]
+    notices = db.read(lambda c: c.scalar("SELECT count(*) FROM messages WHERE sender = 'system'"))
     lost = [r["id"] for r in live if r["id"] not in delivered]
     same_attempt_dups = sum(len(v) - len(set(v)) for v in delivered.values())
     redeliveries = sum(len(set(v)) - 1 for v in delivered.values())
@@ -168,10 +173,10 @@ def crash_run(path: str, roles_n: int, seconds: float, kill_every: float, drain:
         "agents": len(procs), "seconds": seconds, "kills": kills, "sent": sent, "byKind": by_kind,
         "receipts": len(receipts), "ackRequired": sum(r["ackRequired"] for r in receipts),
         "acknowledged": sum(1 for r in receipts if r["ackedAt"] is not None),
-        "lost": len(lost), "duplicateDeliveries": same_attempt_dups, "redeliveries": redeliveries,
+        "lost": len(lost), "lostIds": lost[:20], "duplicateDeliveries": same_attempt_dups, "redeliveries": redeliveries,
         "deadLettered": sum(1 for r in receipts if r["deadLetteredAt"] is not None),
         "deadLetteredLive": sum(1 for r in live if r["deadLetteredAt"] is not None),
-        "skippedStale": sum(r["staleAtSend"] for r in receipts), "jobTotals": job,
+        "skippedStale": sum(r["staleAtSend"] for r in receipts), "deadLetterNotices": notices, "jobTotals": job,
     }
 
 
