@@ -28,7 +28,9 @@ from .principal import Principal, current
 from .profiles import allows, within
 
 IDENTITY = ("from", "createdBy", "callerOrchestrator", "orchestrator", "orchestratorId", "requestedBy")
-READ_IDENTITY = {"check_messages": ("recipient",)}  # read tools whose identity argument means "me"
+READ_IDENTITY = {"check_messages": ("recipient",),  # read tools whose identity argument means "me"
+                 "get_message_delivery": ("callerOrchestrator",)}  # #21: only the sender sees delivery
+WRITE_IDENTITY = {"acknowledge_message": ("recipient",)}  # #21: write tools' identity beyond IDENTITY
 NOT_IDENTITY = {("create_bu", "orchestratorId"), ("update_bu", "orchestratorId")}  # the BU's owner, not the caller
 OPEN_TOOLS = {"whoami", "validate_task_payload"}
 # The server sends the deploy key named by `deployKeyEnvVar` to the deployment's URL: a scoped token
@@ -72,7 +74,7 @@ class ScopeGuard:
             raise ScopeForbidden(f"profile {name} has no orchestrator identity (empty fromAllowList): it may "
                                  f"only read namespaces within its prefixes, so {tool} is refused; ask an "
                                  "operator to elevate the client")
-        checked = READ_IDENTITY.get(tool, ()) if read_only else IDENTITY
+        checked = READ_IDENTITY.get(tool, ()) if read_only else IDENTITY + WRITE_IDENTITY.get(tool, ())  # #21
         out = dict(kwargs)
         for wire in checked:
             if wire in params and (tool, wire) not in NOT_IDENTITY:

@@ -73,9 +73,11 @@ def register(app: App) -> None:
     # core is full (Cursor's 40-tool cap, tests/test_toolsets.py): the sender's view is one enable_toolset away.
     @app.tool("read", toolset="extras")
     def get_message_delivery(messageId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Delivery of a message you sent: per recipient and instance `delivered`, `read`,
-        `acknowledged` (with `ackNote`, `acknowledgedAt`), `redelivered` (count), `deadLettered`,
-        `recipientLastSeen` and `stale`, plus `counts` (`pending` = still awaited). Sender or `system` only.
+        """Show who received, read and acknowledged a message you sent (sender or `system` only).
+
+        Returns `{messageId, from, channel, createdAt, recipients, counts}`: per recipient and
+        instance `delivered`, `read`, `acknowledged` (with `ackNote`, `acknowledgedAt`),
+        `redelivered` (count), `deadLettered`, `recipientLastSeen`, `stale` and `pending`.
         """
         caller = app.caller(callerOrchestrator, "callerOrchestrator")
         view = db.read(lambda c: delivery.delivery(c, message_id=messageId, now=now_ms(),
