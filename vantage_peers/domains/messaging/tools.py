@@ -35,9 +35,7 @@ def register(app: App) -> None:
         """Send a message to a role, a comma list, one instance id, or `broadcast`.
 
         `instanceId` targets one instance of the role. Returns `{messageId, recipients}`, with
-        `warnings` naming recipients that have no profile. `ackRequired`: each recipient must
-        acknowledge_message it, else it is redelivered after `ackTimeoutSeconds` (doubling), then
-        dead-lettered with a `system` message to you; follow it with get_message_delivery.
+        `warnings` naming recipients that have no profile.
         """
         sender = app.caller(from_, "from")
         check_name(channel, "channel")

@@ -52,25 +52,25 @@ def register(app: App) -> None:
     allow_concurrent(JOB)  # every effect is a compare-and-set UPDATE: no lease needed
     tools_resources.register(app)  # vp://inbox/{orchestrator}, vp://tasks/{orchestrator} + subscriptions
 
-    @app.tool("idempotent")
+    # core is at its byte budget (tests/test_tool_layer.py, 25 KB) and Cursor's 40-tool cap: both delivery
+    # tools are in `extras`, on by default (VP_TOOLSETS=all), one enable_toolset away otherwise.
+    @app.tool("idempotent", toolset="extras")
     def acknowledge_message(
         receiptIds: Annotated[list[str] | None, Field(max_length=delivery.MAX_ACK_IDS)] = None,
         messageId: str | None = None,
         note: str | None = None,
         recipient: str | None = None,
     ) -> dict[str, Any]:
-        """Acknowledge messages you received: by `receiptIds` (from check_messages) or a `messageId`.
+        """Acknowledge messages you received, by `receiptIds` or `messageId` (idempotent).
 
-        Only the receipt's recipient (or `system`) may. Acknowledging also marks read and stops
-        redelivery; mark_as_read alone is not an acknowledgement. Idempotent: returns
-        `{acknowledged, alreadyAcknowledged, receiptIds}`.
+        Else an `ackRequired` one is redelivered, then dead-lettered. Returns `{acknowledged,
+        alreadyAcknowledged, receiptIds}`.
         """
         who = app.caller(recipient, "recipient")
         text = require_text(note, "note", max_bytes=MAX_NOTE_BYTES) if note is not None else None
         return db.write(lambda c: delivery.acknowledge(c, caller=who, receipt_ids=receiptIds, message_id=messageId,
                                                        note=text, now=now_ms()))
 
-    # core is full (Cursor's 40-tool cap, tests/test_toolsets.py): the sender's view is one enable_toolset away.
     @app.tool("read", toolset="extras")
     def get_message_delivery(messageId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Show who received, read and acknowledged a message you sent (sender or `system` only).
