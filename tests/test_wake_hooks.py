@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import make_settings
@@ -111,7 +112,10 @@ def test_a_user_prompt_supersedes_the_sleeping_stop_hook(db, env):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     proc.stdin.write(json.dumps(hook_event("Stop")).encode())
     proc.stdin.close()
-    time.sleep(1)
+    state = Path(env["VP_HOOK_STATE_DIR"])
+    deadline = time.monotonic() + 60
+    while not list(state.glob("*.sleeper")) and time.monotonic() < deadline:  # the waiter has registered
+        time.sleep(0.05)
     run("inbox-digest", hook_event("UserPromptSubmit"), env)
     assert proc.wait(timeout=60) == 0
     assert proc.stderr.read() == b""
