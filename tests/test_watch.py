@@ -66,3 +66,10 @@ def test_close_releases_a_blocked_wait(tmp_path):
     w.close()
     t.join(5)
     assert out == [False] and w.changed() is False
+
+
+def test_a_missing_file_is_an_error_not_a_new_file(tmp_path):
+    missing = tmp_path / "nope.db"
+    with pytest.raises(Exception):  # noqa: B017 - apsw.CantOpenError
+        Watcher(str(missing))
+    assert not missing.exists()

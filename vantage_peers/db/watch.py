@@ -22,8 +22,9 @@ class Watcher:
     def __init__(self, path: str, *, interval: float = 0.2) -> None:
         self.path = str(path)
         self.interval = interval
-        # Opened read-write (a read-only WAL reader cannot recreate a missing -shm) but never written through.
-        self._conn = apsw.Connection(self.path)
+        # Opened read-write (a read-only WAL reader cannot recreate a missing -shm) but never written
+        # through, and never created: watching a path that holds no database is an error, not a new file.
+        self._conn = apsw.Connection(self.path, flags=apsw.SQLITE_OPEN_READWRITE)
         self._conn.set_busy_timeout(1_000)
         self._lock = threading.Lock()
         self._closed = threading.Event()

@@ -47,8 +47,13 @@ def register(app: App) -> None:
     db = app.db
     settings = app.settings
 
-    app.add_job(JOB, lambda: db.write(lambda c: delivery.redeliver_due(
-        c, now=tick_now(), max_attempts=settings.max_delivery_attempts)))
+    def redeliver() -> dict[str, int]:
+        now = tick_now()
+        if not db.read(lambda c: delivery.any_due(c, now=now)):
+            return {"redelivered": 0, "deadLettered": 0}
+        return db.write(lambda c: delivery.redeliver_due(c, now=now, max_attempts=settings.max_delivery_attempts))
+
+    app.add_job(JOB, redeliver)
     allow_concurrent(JOB)  # every effect is a compare-and-set UPDATE: no lease needed
     tools_resources.register(app)  # vp://inbox/{orchestrator}, vp://tasks/{orchestrator} + subscriptions
 
