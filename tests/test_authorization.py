@@ -86,6 +86,7 @@ def attacks(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
     task, mission = ids["task"], ids["mission"]
     return {
         "mark_as_read": {"receiptIds": [ids["receipt"]]},
+        "acknowledge_message": {"receiptIds": [ids["receipt"]]},
         "delete_message": {"messageId": ids["message"]},
         "update_task": {"taskId": task, "title": "mine now"},
         "delete_task": {"taskId": task},

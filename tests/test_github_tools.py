@@ -214,11 +214,19 @@ def test_upgrade_from_an_older_file_keeps_its_data(tmp_path):
     old.write(lambda c: c.execute(
         "INSERT INTO fixPatterns (id, symptom, rootCause, tags, stack, sourceProject, createdBy, createdAt, "
         "updatedAt) VALUES ('fxp_1', 's', 'r', '[]', '[]', 'p', 'dave', 1, 1)"))
+    old.write(lambda c: (c.execute("INSERT INTO messages (id, sender, channel, content, createdAt) "
+                                   "VALUES ('msg_1', 'a', 'b', 'old', 1)"),
+                         c.execute("INSERT INTO messageReceipts (id, messageId, recipient, createdAt) "
+                                   "VALUES ('rcp_1', 'msg_1', 'b', 1)")))
     old.close()
     db = Database(path)
     assert migrate(db) == latest_version() == current_version(db) >= 10
     assert db.read(lambda c: c.scalar("SELECT symptom FROM fixPatterns WHERE id = 'fxp_1'")) == "s"
     assert db.read(lambda c: c.scalar("SELECT count(*) FROM githubRepoMapping")) == 0
+    # 012_delivery: an old receipt is a plain delivered receipt (no acknowledgement awaited).
+    assert db.read(lambda c: c.one("SELECT readAt, ackRequired, deliveryAttempt, nextDeliveryAt FROM "
+                                   "messageReceipts WHERE id = 'rcp_1'")) == {
+        "readAt": None, "ackRequired": 0, "deliveryAttempt": 1, "nextDeliveryAt": None}
     db.close()
 
 

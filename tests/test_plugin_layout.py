@@ -93,7 +93,8 @@ def test_hooks_json_structure_and_scripts():
             re.compile(group["matcher"])  # regex path (it holds characters outside the exact-match set)
         assert isinstance(group["hooks"], list) and group["hooks"]
         for handler in group["hooks"]:
-            assert set(handler) <= {"type", "command", "timeout", "if", "statusMessage", "args", "async", "shell"}
+            assert set(handler) <= {"type", "command", "timeout", "if", "statusMessage", "args", "async", "shell",
+                                    "asyncRewake"}
             assert handler["type"] == "command"
             assert isinstance(handler["timeout"], int | float) and handler["timeout"] > 0
             match = re.fullmatch(r'python3 "\$\{CLAUDE_PLUGIN_ROOT\}/hooks/([a-z0-9-]+)\.py"', handler["command"])
@@ -101,7 +102,7 @@ def test_hooks_json_structure_and_scripts():
             assert (PLUGIN / "hooks" / f"{match.group(1)}.py").is_file()
             referenced.add(match.group(1))
     assert referenced == set(HOOK_NAMES)
-    scripts = {p.stem for p in (PLUGIN / "hooks").glob("*.py")} - {"_vp_hook"}
+    scripts = {p.stem for p in (PLUGIN / "hooks").glob("*.py")} - {"_vp_hook", "_vp_wake"}
     assert scripts == set(HOOK_NAMES) | set(OPTIONAL_HOOKS)  # nothing stray, the opt-in one documented
 
 

@@ -28,7 +28,11 @@ def test_resources_list_shows_exactly_the_six(tools):
     assert all(r.mime_type == "text/html" and r.description for r in fragments)
     assert sorted(str(r.uri) for r in listed if r not in fragments) == sorted(f"ui://vp/v1/app/{p}" for p in SIX)
     templates = tools.portal.call(tools.client.list_resource_templates).resource_templates
-    assert {t.uri_template.split("{")[0] for t in templates} == {f"ui://vp/v1/{p}" for p in SIX}
+    ui = {t.uri_template.split("{")[0] for t in templates if t.uri_template.startswith("ui://")}
+    assert ui == {f"ui://vp/v1/{p}" for p in SIX}
+    # Besides them only the #21 inbox / task-queue templates (tests/test_inbox_resources.py).
+    assert {t.uri_template for t in templates if not t.uri_template.startswith("ui://")} == {
+        "vp://inbox/{orchestrator}", "vp://tasks/{orchestrator}"}
 
 
 def test_each_primitive_renders_its_rows_and_honours_limit(tools):

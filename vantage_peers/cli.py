@@ -109,6 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
     dash.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765)")
     dash.add_argument("--open", action="store_true", help="open it in the default browser")
     dash.add_argument("--name", help="your name, shown to agents as human:<name> (default: your login name)")
+    # #21: block until a message or task arrives for VP_ORCHESTRATOR (wake.py; the plugin's Stop hook runs it).
+    wait = command(sub, "wait", "block until a message or task is new for VP_ORCHESTRATOR, print a digest; "
+                   "exit 3 on timeout", example="vantage-peers wait --for messages,tasks --timeout 600",
+                   settings="VP_ORCHESTRATOR, VP_INSTANCE_ID")
+    wait.add_argument("--for", dest="kinds", default="messages,tasks", help="messages, tasks or both (default)")
+    wait.add_argument("--timeout", type=float, default=None, help="seconds (default: forever; 0 checks once)")
+    wait.add_argument("--json", action="store_true", help="print one JSON object (≤ 1 KB)")
+    wait.add_argument("--state", help="file remembering what was reported (hooks: one per session)")
     from .http.token_cli import add_parser as add_token_parser
 
     add_token_parser(sub)
@@ -143,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
             from .status import run_status
 
             return run_status(as_json=args.json)
+        if args.command == "wait":
+            from .wake import run_wait
+
+            return run_wait(kinds_text=args.kinds, timeout=args.timeout, as_json=args.json, state=args.state)
         if args.command in handlers:
             return handlers[args.command](args)
         if args.command == "serve":

@@ -65,6 +65,9 @@ SHOWN_SETTINGS: tuple[tuple[str, str, str | None], ...] = (
     ("openai_base_url", "OPENAI_BASE_URL / AI_GATEWAY_BASE_URL", "embeddings"),
     ("max_segment_minutes", "VP_MAX_SEGMENT_MINUTES", None),
     ("presence_interval_seconds", "VP_PRESENCE_INTERVAL_SECONDS", None),
+    ("max_delivery_attempts", "VP_MAX_DELIVERY_ATTEMPTS", None),  # #21 delivery (docs/delivery.md)
+    ("ack_timeout_seconds", "VP_ACK_TIMEOUT_SECONDS", None),
+    ("dead_after_seconds", "VP_DEAD_AFTER_SECONDS", None),
     ("emit_ui_markers", "VP_EMIT_UI_MARKERS", "vantage_peers.ui"),
     ("host", "HOST", "vantage_peers.http"),
     ("port", "PORT", "vantage_peers.http"),

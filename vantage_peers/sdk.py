@@ -95,3 +95,18 @@ def wrap_list_tools(mcp: MCPServer, wrap: Callable[[Any, Any, Any], Any]) -> Non
         return await wrap(plain, ctx, params)
 
     low.add_request_handler("tools/list", entry.params_type, handler)
+
+
+def add_request_handler(mcp: MCPServer, method: str, params_type: Any, handler: Callable[..., Any]) -> None:
+    """Install (or replace) the low-level handler of one JSON-RPC method (resources/subscribe …)."""
+    lowlevel(mcp).add_request_handler(method, params_type, handler)
+
+
+def request_handler(mcp: MCPServer, method: str) -> Any:
+    """The installed low-level handler entry of `method` (`.handler`, `.params_type`), or None."""
+    return lowlevel(mcp)._request_handlers.get(method)
+
+
+async def publish_subscription_event(mcp: MCPServer, event: Any) -> None:
+    """Publish a notification to the 2026-07-28 `subscriptions/listen` streams of this server."""
+    await mcp._subscriptions.publish(event)

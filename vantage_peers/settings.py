@@ -67,6 +67,12 @@ class Settings(BaseModel):
     presence_interval_seconds: float = 5.0
     # Leases (#22): the TTL of the claim checkout_task grants, renewed by the holder's presence.
     claim_ttl_seconds: int = 1800
+    # Delivery (docs/delivery.md): redeliveries of an unacknowledged ackRequired receipt before it is
+    # dead-lettered, the default wait for an acknowledgement, and the silence after which a
+    # recipient is `stale` (broadcasts do not wait on it).
+    max_delivery_attempts: int = 5
+    ack_timeout_seconds: int = 600
+    dead_after_seconds: int = 1800
     # HTTP / GitHub (used by `serve`).
     host: str = "127.0.0.1"  # HOST; 0.0.0.0 only when asked (see README "Remote teams / HTTP")
     port: int = 3000
@@ -134,6 +140,9 @@ class Settings(BaseModel):
             ("VP_MAX_SEGMENT_MINUTES", "max_segment_minutes", int),
             ("VP_PRESENCE_INTERVAL_SECONDS", "presence_interval_seconds", float),
             ("VP_CLAIM_TTL_SECONDS", "claim_ttl_seconds", int),  # leases (#22)
+            ("VP_MAX_DELIVERY_ATTEMPTS", "max_delivery_attempts", int),
+            ("VP_ACK_TIMEOUT_SECONDS", "ack_timeout_seconds", int),
+            ("VP_DEAD_AFTER_SECONDS", "dead_after_seconds", int),
             ("PORT", "port", int),
             ("VP_GITHUB_RETRY_SECONDS", "github_retry_seconds", float),
             ("VP_ACCESS_TOKEN_TTL_SECONDS", "access_token_ttl_seconds", int),

@@ -34,6 +34,9 @@ def collect(app: Any) -> dict[str, Any]:
         return peers, unread, rows
 
     peers, unread, rows = app.db.read(read)
+    dead_after = app.settings.dead_after_seconds * 1000
+    for p in peers:  # #21: silent for VP_DEAD_AFTER_SECONDS = stale (broadcasts do not wait on it)
+        p["stale"] = p["lastSeen"] < now - dead_after
     tasks: dict[str, dict[str, int]] = {}
     for r in rows:
         counts = tasks.setdefault(r["assignedTo"], {s: 0 for s in OPEN_TASK_STATUSES})
@@ -89,7 +92,8 @@ def render(data: dict[str, Any]) -> str:
     for p in data["peers"]:
         who = p["orchestratorId"] + (f"/{p['instanceId']}" if p["instanceId"] else "")
         doing = f"  {p['summary']}" if p.get("summary") else ""
-        out.append(f"  {who:<32} {_ago(now, p['lastSeen']):>10}{doing[:80]}")
+        stale = "  STALE" if p.get("stale") else ""
+        out.append(f"  {who:<32} {_ago(now, p['lastSeen']):>10}{stale}{doing[:80]}")
     if not data["peers"]:
         out.append("  (none yet: a server started with VP_ORCHESTRATOR registers on its first call)")
     out += ["", "unread messages:"]

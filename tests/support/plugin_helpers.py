@@ -22,6 +22,8 @@ HOOK_NAMES = (
     "auto-compact-reminder",
     "enforce-mission-template",
     "enforce-brief-template",
+    "inbox-digest",  # #21 wake-up hooks (tests/test_wake_hooks.py)
+    "wake-on-message",
 )
 OPTIONAL_HOOKS = ("enforce-ship-24-7",)  # shipped as a script, opt-in, not in hooks.json
 ALL_HOOKS = HOOK_NAMES + OPTIONAL_HOOKS

@@ -1,45 +1,47 @@
-"""Wake on a change to the database file made by any connection in any process.
+"""Has anyone committed to the database file? Cheap enough to ask a few times a second, forever.
 
-`PRAGMA data_version` on one dedicated connection changes whenever another connection commits to
-the file (SQLite documents it for exactly this). Reading it is a few microseconds, so `wait()`
-polls it at `interval` instead of querying application tables: the dashboard's live stream,
-`vantage-peers wait` and hooks learn *that* something changed, then query what they show.
+`PRAGMA data_version` on one dedicated connection changes whenever *another* connection commits
+to the file (any process). Reading it touches no table and no lock beyond a shared read of the
+header, so an idle watcher costs a few syscalls per poll; callers query their data only when
+`changed()` says so. Used by `vantage-peers wait`, the plugin hooks, MCP resource subscriptions
+and the dashboard's live stream (DESIGN.md "Delivery").
+
+A commit made through the watcher's own connection is not seen (SQLite reports only other
+connections' commits), which is why the watcher owns a connection nobody else writes through.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
 import apsw
 
 
 class Watcher:
-    """`changed()` is True when any connection committed since the previous call (or since creation)."""
-
     def __init__(self, path: str, *, interval: float = 0.2) -> None:
-        self.path = str(Path(path))
+        self.path = str(path)
         self.interval = interval
-        self._lock = threading.Lock()
-        # A plain connection: no extension, no schema access, no write; it only reads the counter.
-        self._conn: apsw.Connection | None = apsw.Connection(self.path, flags=apsw.SQLITE_OPEN_READWRITE)
+        # Opened read-write (a read-only WAL reader cannot recreate a missing -shm) but never written
+        # through, and never created: watching a path that holds no database is an error, not a new file.
+        self._conn = apsw.Connection(self.path, flags=apsw.SQLITE_OPEN_READWRITE)
         self._conn.set_busy_timeout(1_000)
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
         self._last = self._version()
-        # data_version does not move for this connection's own commits, and it never commits:
-        # every change it reports comes from another connection.
 
-    def _version(self) -> tuple[int, int]:
-        assert self._conn is not None, "Watcher is closed"
-        data = self._conn.execute("PRAGMA data_version").fetchall()[0][0]
-        # On a fresh file that is written by a connection opened later, data_version can stay put
-        # until the first read of the schema; the schema cookie covers DDL on top of it.
-        schema = self._conn.execute("PRAGMA schema_version").fetchall()[0][0]
-        return int(data), int(schema)
+    def _version(self) -> int:
+        """data_version, or the previous value when the file is momentarily locked (e.g. a checkpoint)."""
+        try:
+            return int(self._conn.execute("PRAGMA data_version").fetchall()[0][0])
+        except apsw.BusyError:
+            return getattr(self, "_last", 0)
 
     def changed(self) -> bool:
-        """Non-blocking: True if any other connection committed since the last call."""
+        """Non-blocking: has any other connection committed to the file since the last call?"""
         with self._lock:
+            if self._closed.is_set():
+                return False
             now = self._version()
             if now != self._last:
                 self._last = now
@@ -47,21 +49,28 @@ class Watcher:
             return False
 
     def wait(self, timeout: float | None) -> bool:
-        """Block until a change (True) or `timeout` seconds pass (False); None waits forever."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
+        """Block until a change (True) or `timeout` seconds pass (False); None waits until close()."""
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        while not self._closed.is_set():
             if self.changed():
                 return True
+            pause = self.interval
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                time.sleep(min(self.interval, left))
-            else:
-                time.sleep(self.interval)
+                pause = min(pause, left)
+            self._closed.wait(pause)
+        return False
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
+            if not self._closed.is_set():
+                self._closed.set()
                 self._conn.close()
-                self._conn = None
+
+    def __enter__(self) -> Watcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

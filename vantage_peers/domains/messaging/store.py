@@ -100,7 +100,7 @@ def check_messages(
         args.append(since)
     rows = conn.iterate(
         "SELECT r.id AS receiptId, m.id AS messageId, m.sender, m.fromInstanceId, m.channel, m.content, "
-        "m.createdAt, m.sessionDay, m.tenantId, r.recipientInstanceId "
+        "m.createdAt, m.sessionDay, m.tenantId, r.recipientInstanceId, r.ackRequired, r.deliveryAttempt "
         "FROM messageReceipts r INDEXED BY receipts_unread JOIN messages m ON m.id = r.messageId "
         f"WHERE {' AND '.join(clauses)} ORDER BY r.createdAt, r.id LIMIT ?",
         [*args, limit],
@@ -117,6 +117,9 @@ def check_messages(
             if row[key] is not None:
                 item[key] = row[key]
         item["readAt"] = None
+        if row["ackRequired"]:  # delivery.py: acknowledge_message it, or it comes back (deliveryAttempt + 1)
+            item["ackRequired"] = True
+            item["deliveryAttempt"] = row["deliveryAttempt"]
         out.append(item)
     return out
 

@@ -13,13 +13,14 @@ from ...errors import InvalidArgument, NotFound
 from ...policy import Owns, row_loader
 from ...validators import MAX_CONTENT_BYTES, check_name, require_query, require_text
 from ..profiles import store as profiles_store
-from . import store
+from . import store, tools_delivery
 
 
 def register(app: App) -> None:
     db = app.db
     app.add_record("message", row_loader("messages", "id", {"sender": "sender"}))
     app.add_record("receipt", row_loader("messageReceipts", "id", {"recipient": "recipient"}))
+    tools_delivery.register(app)  # acknowledgements, delivery status, redelivery job, inbox resources
 
     @app.tool("write", identity="from", instance="fromInstanceId", idempotent=True)
     def send_message(
@@ -30,6 +31,8 @@ def register(app: App) -> None:
         instanceId: str | None = None,
         sessionDay: int | None = None,
         tenantId: str | None = None,
+        ackRequired: bool = False,
+        ackTimeoutSeconds: int | None = None,
     ) -> dict[str, Any]:
         """Send a message to a role, a comma list, one instance id, or `broadcast`.
 
@@ -43,6 +46,7 @@ def register(app: App) -> None:
         if target and ("," in channel or channel == store.BROADCAST):
             raise InvalidArgument("instanceId targets one role's instance; it cannot be used with a list or broadcast")
         from_inst = fromInstanceId
+        ack_ms = tools_delivery.ack_timeout_ms(app, ackRequired, ackTimeoutSeconds)  # None: no ack awaited
 
         def send(c):
             sent = store.send_message(
@@ -55,6 +59,8 @@ def register(app: App) -> None:
                 warning = profiles_store.unknown_name_warning(c, recipient)
                 if warning:
                     app.warn(warning)
+            if ack_ms is not None:
+                tools_delivery.require_ack(app, c, sent, ack_ms, broadcast=channel.strip() == store.BROADCAST)
             return sent
 
         return db.write(send)
