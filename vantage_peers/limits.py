@@ -6,6 +6,8 @@ transport on every request and by the app wrapper on every tool call (the in-mem
 
 from __future__ import annotations
 
+import itertools
+import re
 from typing import Any
 
 MAX_DEPTH = 64  # no tool argument is legitimately nested deeper than a few levels
@@ -31,3 +33,16 @@ def depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
 
 def depth_message(limit: int = MAX_DEPTH) -> str:
     return f"arguments are nested deeper than {limit} levels; send flatter values"
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
+_BRACKET_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+def raw_json_depth_exceeds(raw: bytes, limit: int = MAX_DEPTH) -> bool:
+    """True when JSON text nests deeper than `limit` containers, decided on the bytes *before* parsing
+    (a 100,000-deep body makes `json.loads` raise RecursionError after a lot of work). Strings are
+    removed first, so brackets inside them do not count; invalid JSON is left to the parser."""
+    brackets = _NOT_BRACKET.sub(b"", _JSON_STRING.sub(b"", raw))
+    return any(d > limit for d in itertools.accumulate(_BRACKET_STEP[b] for b in brackets))
