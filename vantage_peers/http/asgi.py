@@ -50,6 +50,7 @@ from .handlers import (
     VantageRegistrationHandler,
     VantageTokenHandler,
 )
+from .origin import OriginCheck
 from .provider import SqliteOAuthProvider, VantageTokenVerifier
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -121,6 +122,8 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
     middleware: list[Middleware] = [Middleware(CORSMiddleware, allow_origins=["*"], allow_headers=CORS_HEADERS,
                                                allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
                                                expose_headers=["mcp-session-id", "WWW-Authenticate"])]
+    if host in LOOPBACK:  # #19: Origin/Host parsed, not prefix-matched (the SDK's check admits 127.0.0.1:1@evil)
+        middleware.append(Middleware(OriginCheck, public_base_url=public))
     if no_auth:
         routes.append(Route("/mcp", endpoint=endpoint))
     else:
