@@ -40,6 +40,7 @@ from starlette.routing import Route, request_response
 
 from .. import __version__
 from . import guard
+from . import limits as oauth_limits
 from .admin import admin_routes
 from .clerk import ClerkExchange
 from .consent import ConsentPage
@@ -139,12 +140,21 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
         metadata.registration_endpoint = AnyHttpUrl(f"{public}/oauth/register")
         metadata.revocation_endpoint = AnyHttpUrl(f"{public}/oauth/revoke")
         metadata.grant_types_supported = ["authorization_code", "refresh_token", "client_credentials"]
+        # #19: exactly the methods HashedClientAuthenticator accepts (public clients use `none`)
+        metadata.token_endpoint_auth_methods_supported = ["client_secret_post", "client_secret_basic", "none"]
+        metadata.revocation_endpoint_auth_methods_supported = ["client_secret_post", "client_secret_basic", "none"]
         prm = ProtectedResourceMetadata(resource=AnyHttpUrl(f"{public}/mcp"), authorization_servers=[AnyHttpUrl(public)],
                                         scopes_supported=SCOPES, resource_name="vantage-peers")
         prm_handler = _metadata_handler(prm, public)
         authorize = _limited(AuthorizationHandler(provider).handle)
-        token = _limited(VantageTokenHandler(provider, authenticator).handle)
-        register = _limited(VantageRegistrationHandler(provider, f"{public}/oauth/token").handle)
+        # #19: per-address rate limits and failed-client-auth backoff (429 + Retry-After), see http/limits.py
+        caps = oauth_limits.limiters(settings.oauth_register_per_minute, settings.oauth_token_per_minute)
+        token = oauth_limits.RateLimit(_limited(VantageTokenHandler(provider, authenticator).handle),
+                                       buckets=caps["token"], what="token requests", backoff=caps["backoff"])
+        register = oauth_limits.RateLimit(
+            RequestBodyLimitMiddleware(request_response(VantageRegistrationHandler(provider, f"{public}/oauth/token")
+                                                        .handle), oauth_limits.MAX_REGISTRATION_BYTES),
+            buckets=caps["register"], overall=caps["register_overall"], what="client registrations")
         revoke = _limited(RevocationHandler(provider, authenticator).handle)
         consent = _limited(ConsentPage(provider, secure_cookie=public.startswith("https://")).handle)
         clerk = ClerkExchange(app.db, issuer_domain=settings.clerk_jwt_issuer_domain,
