@@ -52,7 +52,10 @@ def collect(app: Any) -> dict[str, Any]:
                      "lastRunAt": state.get("lastFinishedAt"),
                      "lastStatus": state.get("lastStatus"), "nextRunAt": state.get("nextRunAt"),
                      "runCount": state.get("runCount", 0)})
-    return {"database": str(app.settings.db_path), "now": now, "peers": peers, "unread": unread,
+    from .db.fileguard import stale_holders  # #19: servers still holding a deleted/replaced file
+
+    stale = [{"pid": pid, "holds": what} for pid, what in stale_holders(app.settings.db_path)]
+    return {"database": str(app.settings.db_path), "staleHolders": stale, "now": now, "peers": peers, "unread": unread,
             "openTasks": open_tasks, "jobs": jobs, "tickSeconds": app.settings.tick_seconds,
             "recurring": overview["recurring"]}
 
@@ -81,7 +84,11 @@ def _in(now: int, then: int | None) -> str:
 
 def render(data: dict[str, Any]) -> str:
     now = data["now"]
-    out = [f"database: {data['database']}", "", f"peers ({len(data['peers'])}):"]
+    out = [f"database: {data['database']}"]
+    for h in data.get("staleHolders", []):
+        out.append(f"  DB_FILE_GONE: process {h['pid']} holds {h['holds']} of this file and refuses writes; "
+                   "restart it")
+    out += ["", f"peers ({len(data['peers'])}):"]
     for p in data["peers"]:
         who = p["orchestratorId"] + (f"/{p['instanceId']}" if p["instanceId"] else "")
         doing = f"  {p['summary']}" if p.get("summary") else ""
