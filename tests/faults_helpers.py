@@ -19,8 +19,8 @@ def script() -> str:
 
 class StdioProc:
     def __init__(self, db: Path, *, stderr_path: Path | None = None, env: dict[str, str] | None = None) -> None:
-        full = {**os.environ, "VP_DB_PATH": str(db), "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none", **(env or {})}
-        full.pop("VP_ORCHESTRATOR", None)
+        full = {k: v for k, v in os.environ.items() if k != "VP_ORCHESTRATOR"}
+        full.update({"VP_DB_PATH": str(db), "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none", **(env or {})})
         self.stderr_path = stderr_path or db.parent / f"stdio-{os.getpid()}-{id(self)}.err"
         self._err = open(self.stderr_path, "ab")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen([script()], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,

@@ -33,6 +33,7 @@ from pydantic.fields import FieldInfo
 from . import arguments as argcheck
 from . import limits
 from .db import BUSY_ERRORS, Database
+from .db.faults import storage_error  # #19
 from .errors import Busy, InternalError, InvalidArgument, VantageError
 from .settings import Settings
 
@@ -245,6 +246,7 @@ class App:
                 except RecursionError:
                     raise InvalidArgument(limits.depth_message()) from None
                 except Exception as exc:
+                    if (mapped := storage_error(exc, app.db)) is not None: raise mapped from exc  # noqa: E701  #19: STORAGE_FULL / _READ_ONLY / _IO (db/faults.py)
                     # Never a bare "Error executing tool X": the agent gets a code, stderr the traceback.
                     traceback.print_exc(file=sys.stderr)
                     raise InternalError(f"{tool_name} failed unexpectedly ({type(exc).__name__}); "

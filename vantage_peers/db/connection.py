@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +25,7 @@ import apsw
 
 from . import busy, journal
 from .busy import BUSY_ERRORS, CallScope, current_scope
+from .faults import StorageIO, StorageReadOnly
 from .fileguard import DbFileGone, FileGuard, describe_change, identity, valid_replacement
 
 T = TypeVar("T")
@@ -166,6 +168,10 @@ class Database:
         self.guard: FileGuard | None = None
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            shm = Path(f"{self.path}-shm")
+            if shm.exists() and not os.access(shm, os.W_OK):  # opening would map it: SIGBUS on first write
+                raise StorageReadOnly(f"{shm} (the WAL index of {self.path}) is not writable (chattr +i, chmod or a "
+                                      "read-only filesystem); make it writable again (chattr -i / chmod u+w)")
             # Decide (and warn about) the file's journal mode once, on this thread's first connection.
             self.journal_mode = self.conn.journal_mode
             self.guard = FileGuard(self.path)  # from now on: is the path still our file? (fileguard.py)
@@ -218,11 +224,21 @@ class Database:
         with self._lock:
             return len(self._open)
 
+    def _no_checkpoint_on_close(self) -> None:
+        """The WAL index cannot be written: closing a connection must not checkpoint (that writes the
+        mapped -shm, SIGBUS). The WAL stays on disk and the next process to open the file replays it."""
+        with self._lock:
+            conns = [conn for _, conn in self._open if not conn.closed]
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                conn.raw.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+
     def _fresh_conn_check(self, guard: FileGuard) -> None:
         """A thread with no connection yet finds the path changed: it has no handle on the old file to
         empty its WAL through, so it cannot safely follow a replacement — the file is gone for good."""
         if guard.gone:
             raise guard.gone_error()
+        self._check_shm(guard)  # a new connection maps -shm right away
         current = identity(self.path)
         if current != guard.opened:
             with guard._lock:
@@ -259,7 +275,18 @@ class Database:
                     _note(f"vantage-peers: DB_FILE_GONE: {guard.gone}; writes are refused until the server "
                           "is restarted")
                     raise guard.gone_error()
+        self._check_shm(guard)
         return self.conn
+
+    def _check_shm(self, guard: FileGuard) -> None:
+        """Before SQLite touches the -shm mapping: a write to it once it is read-only is a SIGBUS."""
+        if self.journal_mode != "wal":
+            return
+        problem = guard.shm_problem()
+        if problem is not None:
+            kind, message = problem
+            self._no_checkpoint_on_close()
+            raise StorageReadOnly(message) if kind == "read-only" else StorageIO(message)
 
     def _wal_emptied(self) -> bool:
         """Before following a replaced file: empty the old file's WAL (a WAL left at the path would be
@@ -344,6 +371,8 @@ class Database:
             return busy.retry(attempt, scope, conn)
 
     def close(self) -> None:
+        if self.guard is not None and self.journal_mode == "wal" and self.guard.shm_problem() is not None:
+            self._no_checkpoint_on_close()  # closing would checkpoint through a read-only -shm: SIGBUS
         with self._lock:
             for _, conn in self._open:
                 conn.close()

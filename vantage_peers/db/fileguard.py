@@ -57,6 +57,32 @@ class FileGuard:
         self.gone: str | None = None  # set once the file is gone for good (until restart)
         self._checked_at = time.monotonic()
         self._lock = threading.Lock()
+        self.shm_path = Path(f"{path}-shm")
+        self.shm_opened: tuple[int, int] | None = None  # recorded on the first check that finds it
+
+    def shm_problem(self) -> tuple[str, str] | None:
+        """('read-only' | 'vanished', message) when the WAL index cannot be used safely, else None.
+
+        SQLite maps `-shm` shared and writes to it on every transaction, reads included: once the
+        file is immutable (chattr +i) or on a read-only remount, the first write to a mapped page
+        kills the process with SIGBUS. Refusing before SQLite touches it keeps the process alive.
+        A -shm deleted or replaced while we run would let another process build a second WAL index
+        for the same file (corruption): refused too. One access() and one stat() per transaction."""
+        shm = self.shm_path
+        if os.access(shm, os.W_OK):
+            current = identity(shm)
+            if self.shm_opened is None:
+                self.shm_opened = current
+            if current == self.shm_opened:
+                return None
+            return "vanished", (f"{shm} (the WAL index) was deleted or replaced while this server was running; "
+                                "restart the server")
+        if shm.exists():
+            return "read-only", (f"{shm} (the WAL index) is not writable (chattr +i, chmod or a read-only "
+                                 "filesystem); make it writable again (chattr -i / chmod u+w / remount rw)")
+        if self.shm_opened is None:
+            return None  # not created yet: SQLite creates it on first use
+        return "vanished", (f"{shm} (the WAL index) was deleted while this server was running; restart the server")
 
     def changed(self, *, force: bool) -> tuple[int, int] | None | bool:
         """False when unchanged (or not checked: throttled); else the path's identity now (None: no file)."""
