@@ -238,7 +238,6 @@ class Database:
         empty its WAL through, so it cannot safely follow a replacement — the file is gone for good."""
         if guard.gone:
             raise guard.gone_error()
-        self._check_shm(guard)  # a new connection maps -shm right away
         current = identity(self.path)
         if current != guard.opened:
             with guard._lock:
@@ -248,6 +247,7 @@ class Database:
                           "is restarted")
             if guard.gone:
                 raise guard.gone_error()
+        self._check_shm(guard)  # a new connection maps -shm right away
 
     def _checked_conn(self, *, force: bool) -> Connection:
         """This thread's connection, after making sure the path still names the file we write to."""
@@ -275,14 +275,14 @@ class Database:
                     _note(f"vantage-peers: DB_FILE_GONE: {guard.gone}; writes are refused until the server "
                           "is restarted")
                     raise guard.gone_error()
-        self._check_shm(guard)
+        self._check_shm(guard, force=False)  # access() every time; the -shm identity every few hundred ms
         return self.conn
 
-    def _check_shm(self, guard: FileGuard) -> None:
+    def _check_shm(self, guard: FileGuard, *, force: bool = True) -> None:
         """Before SQLite touches the -shm mapping: a write to it once it is read-only is a SIGBUS."""
         if self.journal_mode != "wal":
             return
-        problem = guard.shm_problem()
+        problem = guard.shm_problem(force=force)
         if problem is not None:
             kind, message = problem
             self._no_checkpoint_on_close()

@@ -59,17 +59,23 @@ class FileGuard:
         self._lock = threading.Lock()
         self.shm_path = Path(f"{path}-shm")
         self.shm_opened: tuple[int, int] | None = None  # recorded on the first check that finds it
+        self._shm_checked_at = 0.0
 
-    def shm_problem(self) -> tuple[str, str] | None:
+    def shm_problem(self, *, force: bool = True) -> tuple[str, str] | None:
         """('read-only' | 'vanished', message) when the WAL index cannot be used safely, else None.
 
         SQLite maps `-shm` shared and writes to it on every transaction, reads included: once the
         file is immutable (chattr +i) or on a read-only remount, the first write to a mapped page
         kills the process with SIGBUS. Refusing before SQLite touches it keeps the process alive.
         A -shm deleted or replaced while we run would let another process build a second WAL index
-        for the same file (corruption): refused too. One access() and one stat() per transaction."""
+        for the same file (corruption): refused too. One access() per transaction, plus one stat()
+        on writes (`force`) and at most every `interval` on reads."""
         shm = self.shm_path
         if os.access(shm, os.W_OK):
+            now = time.monotonic()
+            if not force and self.shm_opened is not None and now - self._shm_checked_at < self.interval:
+                return None
+            self._shm_checked_at = now
             current = identity(shm)
             if self.shm_opened is None:
                 self.shm_opened = current
