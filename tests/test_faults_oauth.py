@@ -164,3 +164,40 @@ def test_redirect_uri_rule_unit():
     assert redirect_uri_problem("javascript:alert(1)")
     assert redirect_uri_problem("http://localhost:1@evil.example/cb")
     assert redirect_uri_problem("https://a.example/\x00")
+
+
+def test_approve_never_redirects_to_a_stored_javascript_uri(roomy):
+    """A client stored before the rule (here through the admin API, which an operator drives) with a
+    `javascript:` redirect URI: Approve answers 400, never `302 Location: javascript:…`."""
+    import base64
+    import hashlib
+    import re
+
+    import anyio
+    import httpx2
+
+    bad = "javascript:alert(1)"
+    made = roomy.master("POST", "/admin/oauth/clients", json={
+        "name": "legacy", "scopeProfile": "client-generic", "redirectUris": [bad],
+        "grantTypes": ["authorization_code", "refresh_token"]})
+    if made.status_code != 201:
+        pytest.skip(f"the admin API refused the legacy client ({made.status_code}): nothing to approve")
+    client_id = made.json()["client_id"]
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(b"v" * 64).digest()).rstrip(b"=").decode()
+    url = (f"{roomy.base}/oauth/authorize?response_type=code&client_id={client_id}&redirect_uri={bad}"
+           f"&code_challenge={challenge}&code_challenge_method=S256&scope=mcp:full&state=s")
+
+    async def flow():
+        async with httpx2.AsyncClient(timeout=30) as browser:
+            first = await browser.get(url)
+            if first.status_code != 302 or "/oauth/consent" not in first.headers.get("location", ""):
+                return first
+            page = await browser.get(first.headers["location"])
+            rid = re.search(r'name="request" value="([^"]+)"', page.text).group(1)
+            csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+            return await browser.post(f"{roomy.base}/oauth/consent", data={"request": rid, "csrf": csrf,
+                                                                             "action": "approve"})
+
+    done = anyio.run(flow)
+    assert not done.headers.get("location", "").lower().startswith("javascript:"), done.headers
+    assert done.status_code == 400, (done.status_code, done.text[:300])
