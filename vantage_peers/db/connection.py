@@ -76,6 +76,8 @@ class Connection:
             raise DbFileGone(f"the database file {path} was deleted or moved while this server was running; "
                              "restart the server") from None
         self.generation = generation  # the FileGuard generation this connection belongs to
+        self.path = str(path)
+        self.journal_mode = ""  # set below; close() reads it
         self.busy_timeout_ms = busy_timeout_ms
         self.raw.set_busy_timeout(busy_timeout_ms)
         self.closed = False
@@ -139,6 +141,10 @@ class Connection:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
+            with contextlib.suppress(Exception):
+                if self.journal_mode == "wal" and not os.access(f"{self.path}-shm", os.W_OK):
+                    # A checkpoint on close writes the mapped -shm: read-only now, that is a SIGBUS (#19).
+                    self.raw.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
             with contextlib.suppress(Exception):
                 self.raw.close()
 
