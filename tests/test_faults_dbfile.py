@@ -133,6 +133,8 @@ def test_deleted_under_serve_and_doctor_and_status_report_it(tmp_path):
         env = {**os.environ, "VP_DB_PATH": str(db), "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none"}
         doc = subprocess.run([script(), "doctor"], capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path)
         assert doc.returncode != 0 and f"process {server.proc.pid}" in doc.stdout and "deleted" in doc.stdout, doc.stdout
+        assert f"/proc/{server.proc.pid}/fd/" in doc.stdout  # where the lost data can still be copied from
+        assert "creating a new empty" in doc.stderr  # the new file is not made silently
         st = subprocess.run([script(), "status", "--json"], capture_output=True, text=True, timeout=180, env=env,
                             cwd=tmp_path)
         data = json.loads(st.stdout)

@@ -26,7 +26,7 @@ import apsw
 from . import busy, journal
 from .busy import BUSY_ERRORS, CallScope, current_scope
 from .faults import StorageIO, StorageReadOnly
-from .fileguard import DbFileGone, FileGuard, describe_change, identity, valid_replacement
+from .fileguard import DbFileGone, FileGuard, describe_change, identity, stale_holders, valid_replacement
 
 T = TypeVar("T")
 Row = dict[str, Any]
@@ -174,6 +174,10 @@ class Database:
         self.guard: FileGuard | None = None
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.exists():  # about to create it: say so if a running server holds a deleted one
+                for pid, what in stale_holders(self.path):
+                    _note(f"vantage-peers: WARNING: creating a new empty {self.path} while process {pid} holds "
+                          f"{what}; stop that server only after copying it if its data matters")
             shm = Path(f"{self.path}-shm")
             if shm.exists() and not os.access(shm, os.W_OK):  # opening would map it: SIGBUS on first write
                 raise StorageReadOnly(f"{shm} (the WAL index of {self.path}) is not writable (chattr +i, chmod or a "

@@ -133,7 +133,8 @@ def valid_replacement(path: Path, expected_version: int) -> bool:
 
 
 def stale_holders(path: Path | str) -> list[tuple[int, str]]:
-    """(pid, what) for each other process holding `path` open as a file the path no longer names."""
+    """(pid, what) for each other process holding `path` open as a file the path no longer names.
+    `what` names the /proc descriptor the old file can still be copied from while that process runs."""
     proc = Path("/proc")
     if not proc.is_dir():
         return []
@@ -157,7 +158,7 @@ def stale_holders(path: Path | str) -> list[tuple[int, str]]:
                 continue
             held = identity(fd)
             if held is not None and held != current:
-                found[int(entry.name)] = ("a deleted copy" if link.endswith(" (deleted)") or current is None
-                                          else "a replaced copy")
+                kind = "a deleted copy" if link.endswith(" (deleted)") or current is None else "a replaced copy"
+                found[int(entry.name)] = f"{kind} (its data can still be copied from {fd})"
                 break
     return sorted(found.items())
