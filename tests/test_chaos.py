@@ -26,3 +26,57 @@ def test_sigkilled_servers_lose_nothing_acknowledged(tmp_path, mode):
         assert figures[key] == 0, (key, figures)
     assert figures["integrity"] == "ok" and figures["fts_integrity_failures"] == [], figures
     assert "UNCODED" not in figures["errors"] and "INTERNAL_ERROR" not in figures["errors"], figures
+
+
+def test_file_moved_under_writing_servers_loses_no_acknowledged_message(tmp_path):
+    """#19: three stdio servers write while the file is moved away mid-run. Every acknowledged
+    message is in the moved file (writes after the move are refused, never acknowledged into a
+    file nobody reads); every refusal carries a code; no fresh file appears."""
+    import threading
+    import time
+
+    import apsw
+    from faults_helpers import StdioProc
+
+    db = tmp_path / "vp.db"
+    seconds = float(os.environ.get("VP_CHAOS_SECONDS", "4"))
+    servers = [StdioProc(db) for _ in range(3)]
+    acked: list[str] = []
+    codes: list[str] = []
+    stop = threading.Event()
+
+    def write(srv, who):
+        i = 0
+        while not stop.is_set():
+            i += 1
+            is_error, text, data = srv.call("send_message", channel="bob", content=f"{who}-{i}", **{"from": who})
+            if is_error:
+                codes.append(text.split("Error executing tool send_message: ", 1)[-1].split(":", 1)[0])
+            else:
+                acked.append(data["messageId"])
+
+    threads = [threading.Thread(target=write, args=(s, f"w{n}"), daemon=True) for n, s in enumerate(servers)]
+    for t in threads:
+        t.start()
+    time.sleep(seconds / 2)
+    moved = tmp_path / "moved.db"
+    for suffix in ("-wal", "-shm", ""):  # the way a user moves a folder's files: the db last
+        if os.path.exists(f"{db}{suffix}"):
+            os.rename(f"{db}{suffix}", f"{moved}{suffix}")
+    time.sleep(seconds / 2)
+    stop.set()
+    for t in threads:
+        t.join(60)
+    for s in servers:
+        s.close()
+    conn = apsw.Connection(str(moved))
+    try:
+        stored = {r[0] for r in conn.execute("SELECT id FROM messages")}
+        integrity = conn.execute("PRAGMA integrity_check").fetchall()[0][0]
+    finally:
+        conn.close()
+    assert acked and codes, (len(acked), codes[:3])
+    assert set(codes) <= {"DB_FILE_GONE", "STORAGE_IO", "BUSY"}, set(codes)  # STORAGE_IO: -shm moved first
+    assert [m for m in acked if m not in stored] == []
+    assert integrity == "ok"
+    assert not db.exists()

@@ -16,7 +16,8 @@ import pytest
 from support.http_helpers import script, serving
 
 LONG = "x" * 300
-HOSTILE_NAME = '<script>alert(1)</script>"><img src=x onerror=alert(2)> ' + "Agent" + "A" * 200
+# The longest name registration accepts (200 characters, issue 19), hostile and unbroken.
+HOSTILE_NAME = ('<script>alert(1)</script>"><img src=x onerror=alert(2)> ' + "Agent" + "A" * 200)[:200]
 LONG_REDIRECT = "http://127.0.0.1:9/callback/" + "segment-" * 40 + "end"
 
 
@@ -94,7 +95,7 @@ def test_long_name_and_redirect_wrap_in_chromium(server, tmp_path, width):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
-    client = register(server, "Agent" + "A" * 200 + " " + LONG, LONG_REDIRECT)
+    client = register(server, ("Agent" + "A" * 200)[:200], LONG_REDIRECT)
     page = consent_page(server, client["client_id"], LONG_REDIRECT)
     probe = tmp_path / "consent.html"
     probe.write_text(page.replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")

@@ -34,6 +34,7 @@ from pydantic.fields import FieldInfo
 from . import arguments as argcheck
 from . import idempotency, limits, policy, sdk
 from .db import BUSY_ERRORS
+from .db.faults import storage_error
 from .errors import Busy, InternalError, InvalidArgument, VantageError
 from .rbac import Actor
 
@@ -76,10 +77,13 @@ def validation_message(err: pydantic.ValidationError) -> str:
     return "; ".join(parts)
 
 
-def ladder(tool: str, exc: BaseException, busy_ms: int) -> VantageError:
+def ladder(tool: str, exc: BaseException, busy_ms: int, db: Any = None) -> VantageError:
     """Every failure of a body as a coded error: the one error ladder."""
     if isinstance(exc, VantageError):
         return exc
+    stored = storage_error(exc, db)  # STORAGE_FULL / STORAGE_READ_ONLY / STORAGE_IO (db/faults.py)
+    if stored is not None:
+        return stored
     if isinstance(exc, BUSY_ERRORS):
         # A lock met outside db.read/db.write's retries (which raise Busy themselves).
         return Busy(f"the database is locked by another process (waited up to {busy_ms} ms, "
@@ -157,7 +161,7 @@ def runner(app: App, reg: Registered) -> Callable[..., Any]:
                     result["truncated"] = True  # a search stopped at its time budget (search/budget.py)
                 return result
         except Exception as exc:
-            err = ladder(reg.name, exc, app.settings.busy_timeout_ms)
+            err = ladder(reg.name, exc, app.settings.busy_timeout_ms, app.db)
             if err is exc:
                 raise
             raise err from exc

@@ -130,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .safe_stderr import install
+
+    install()  # #19: a log line that cannot be written (full disk) never fails a call
     parser = build_parser()
     args = parser.parse_args(argv)
     handlers = parser.vp_handlers  # type: ignore[attr-defined]

@@ -132,6 +132,11 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
     from .db import Database, current_version, latest_version, migrate
 
     path = settings.db_path
+    from .db.fileguard import stale_holders
+
+    for pid, what in stale_holders(path):  # #19: a server still writing to a deleted/replaced file
+        fail("database file", f"process {pid} holds {what} of {path} (DB_FILE_GONE: it refuses writes); "
+             "restart it so it opens the file at the path")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not os.access(path.parent, os.W_OK):

@@ -48,6 +48,12 @@ class Settings(BaseModel):
     busy_timeout_ms: int = 5_000
     # Time budget of one search's SQL; past it the search answers what it has with truncated: true.
     search_budget_ms: int = 2_000
+    # `serve`: a connection whose request headers are not complete this long after it opened (or after
+    # its last response) is closed — idle and slow-header clients (#19, http/timeouts.py).
+    http_header_timeout_seconds: float = 10.0
+    # Per client address and `serve` process: /oauth/register and /oauth/token requests a minute (#19, http/limits.py).
+    oauth_register_per_minute: float = 30.0
+    oauth_token_per_minute: float = 120.0
     scheduler: bool = True
     tick_seconds: float = 15.0
     emit_ui_markers: bool = False
@@ -147,6 +153,9 @@ class Settings(BaseModel):
             ("VP_GITHUB_RETRY_SECONDS", "github_retry_seconds", float),
             ("VP_ACCESS_TOKEN_TTL_SECONDS", "access_token_ttl_seconds", int),
             ("VP_REFRESH_TOKEN_TTL_SECONDS", "refresh_token_ttl_seconds", int),
+            ("VP_HTTP_HEADER_TIMEOUT_SECONDS", "http_header_timeout_seconds", float),  # #19: http/timeouts.py
+            ("VP_OAUTH_REGISTER_PER_MINUTE", "oauth_register_per_minute", float),  # #19: http/limits.py
+            ("VP_OAUTH_TOKEN_PER_MINUTE", "oauth_token_per_minute", float),  # #19: http/limits.py
         ):
             raw = get(env_name)
             if raw is not None:

@@ -56,10 +56,12 @@ def collect(app: Any) -> dict[str, Any]:
                      "lastRunAt": state.get("lastFinishedAt"),
                      "lastStatus": state.get("lastStatus"), "nextRunAt": state.get("nextRunAt"),
                      "runCount": state.get("runCount", 0)})
+    from .db.fileguard import stale_holders  # servers still holding a deleted or replaced file (#19)
     from .domains.leases import store as leases  # leases (#22): claims, path reservations, slots in force
 
     held = app.db.read(lambda c: leases.overview(c, now=now))
-    return {"database": str(app.settings.db_path), "now": now, "peers": peers, "unread": unread,
+    stale = [{"pid": pid, "holds": what} for pid, what in stale_holders(app.settings.db_path)]
+    return {"database": str(app.settings.db_path), "staleHolders": stale, "now": now, "peers": peers, "unread": unread,
             "openTasks": open_tasks, "jobs": jobs, "tickSeconds": app.settings.tick_seconds,
             "recurring": overview["recurring"], "leases": held}
 
@@ -88,7 +90,11 @@ def _in(now: int, then: int | None) -> str:
 
 def render(data: dict[str, Any]) -> str:
     now = data["now"]
-    out = [f"database: {data['database']}", "", f"peers ({len(data['peers'])}):"]
+    out = [f"database: {data['database']}"]
+    for h in data.get("staleHolders", []):
+        out.append(f"  DB_FILE_GONE: process {h['pid']} holds {h['holds']} of this file and refuses writes; "
+                   "restart it")
+    out += ["", f"peers ({len(data['peers'])}):"]
     for p in data["peers"]:
         who = p["orchestratorId"] + (f"/{p['instanceId']}" if p["instanceId"] else "")
         doing = f"  {p['summary']}" if p.get("summary") else ""

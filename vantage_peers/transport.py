@@ -14,6 +14,12 @@ lines itself:
   `\\uXXXX` escapes instead of crashing the writer.
 Everything else is handed to the SDK's server loop unchanged. Stdin/stdout are claimed the way the
 SDK does (stray prints from tools go to stderr, not onto the wire).
+
+Back-pressure (#19): the SDK starts a task per request and each finished reply waits, in memory,
+until stdout takes it. A client that writes requests without reading replies (1,000 `tools/list`:
+86 → 378 MiB) grew the process without bound. `_Window` admits at most `MAX_UNANSWERED` requests
+that have been read but whose reply is not yet written to stdout; past that the reader stops
+reading stdin (the client's writes then block in the pipe), so memory stays flat.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from mcp.shared.message import SessionMessage
 from . import limits
 from .sdk import claim_stdin, claim_stdout, create_context_streams, lowlevel
 
+MAX_UNANSWERED = 16  # requests read from stdin whose reply is not yet written
+
 _ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,18})')
 
 
@@ -45,6 +53,50 @@ def recover_id(line: bytes) -> str | int | None:
     except ValueError:
         return None
     return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+
+class _Window:
+    """Requests read but not answered yet, bounded: `admit` waits while the window is full."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.pending: dict[tuple[str, Any], int] = {}
+        self.count = 0
+        self.changed = anyio.Condition()
+
+    @staticmethod
+    def key(request_id: Any) -> tuple[str, Any]:
+        return type(request_id).__name__, request_id  # id 1 and id "1" are different requests
+
+    async def admit(self, request_id: Any) -> None:
+        async with self.changed:
+            while self.count >= self.size:
+                await self.changed.wait()
+            key = self.key(request_id)
+            self.pending[key] = self.pending.get(key, 0) + 1
+            self.count += 1
+
+    async def done(self, request_id: Any) -> None:
+        """A reply for `request_id` was written (or the request was cancelled: no reply will come)."""
+        key = self.key(request_id)
+        async with self.changed:
+            n = self.pending.get(key)
+            if not n:
+                return
+            if n == 1:
+                del self.pending[key]
+            else:
+                self.pending[key] = n - 1
+            self.count -= 1
+            self.changed.notify_all()
+
+
+def _cancelled_id(message: Any) -> Any:
+    """The request id a `notifications/cancelled` names (the SDK sends no reply to it), else None."""
+    if isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+        params = message.params or {}
+        return params.get("requestId") if isinstance(params, dict) else None
+    return None
 
 
 def error_line(request_id: Any, code: int, message: str) -> str:
@@ -119,6 +171,7 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None
         write_stream, write_reader = create_context_streams[SessionMessage](0)
         lock = anyio.Lock()
         out = stdout
+        window = _Window(MAX_UNANSWERED)
 
         async def emit(text: str) -> None:
             async with lock:  # whole lines only: our replies and the server's never interleave
@@ -134,8 +187,13 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None
                         if not line.strip():
                             continue
                         message, reply = triage(line)
+                        if isinstance(message, types.JSONRPCRequest):
+                            await window.admit(message.id)  # back-pressure: wait for replies to be written
                         if message is not None:
                             await read_writer.send(SessionMessage(message))
+                            cancelled = _cancelled_id(message)
+                            if cancelled is not None:
+                                await window.done(cancelled)
                         elif reply is not None:
                             await emit(reply)
             except anyio.ClosedResourceError:
@@ -145,7 +203,10 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None
             try:
                 async with write_reader:
                     async for session_message in write_reader:
-                        await emit(dump(session_message.message))
+                        message = session_message.message
+                        await emit(dump(message))
+                        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                            await window.done(message.id)
             except anyio.ClosedResourceError:
                 await anyio.lowlevel.checkpoint()
 

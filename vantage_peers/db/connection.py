@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +25,8 @@ import apsw
 
 from . import busy, journal
 from .busy import BUSY_ERRORS, CallScope, current_scope
+from .faults import StorageIO, StorageReadOnly
+from .fileguard import DbFileGone, FileGuard, describe_change, identity, stale_holders, valid_replacement
 
 T = TypeVar("T")
 Row = dict[str, Any]
@@ -60,8 +63,21 @@ MMAP_BYTES = 1 << 30
 class Connection:
     """A thin wrapper over one apsw connection with dict rows."""
 
-    def __init__(self, path: Path | str, *, journal_mode: str = "wal", busy_timeout_ms: int = 5_000) -> None:
-        self.raw = apsw.Connection(str(path))
+    def __init__(self, path: Path | str, *, journal_mode: str = "wal", busy_timeout_ms: int = 5_000,
+                 create: bool = True, generation: int = 0) -> None:
+        # Only a Database's first connection may create the file: a later one finding no file means
+        # it was deleted under us (fileguard.py), and a fresh empty file there would hide that.
+        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+        try:
+            self.raw = apsw.Connection(str(path), flags=flags)
+        except apsw.CantOpenError:
+            if create or Path(path).exists():
+                raise
+            raise DbFileGone(f"the database file {path} was deleted or moved while this server was running; "
+                             "restart the server") from None
+        self.generation = generation  # the FileGuard generation this connection belongs to
+        self.path = str(path)
+        self.journal_mode = ""  # set below; close() reads it
         self.busy_timeout_ms = busy_timeout_ms
         self.raw.set_busy_timeout(busy_timeout_ms)
         self.closed = False
@@ -126,6 +142,10 @@ class Connection:
         if not self.closed:
             self.closed = True
             with contextlib.suppress(Exception):
+                if self.journal_mode == "wal" and not os.access(f"{self.path}-shm", os.W_OK):
+                    # A checkpoint on close writes the mapped -shm: read-only now, that is a SIGBUS (#19).
+                    self.raw.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+            with contextlib.suppress(Exception):
                 self.raw.close()
 
 
@@ -151,10 +171,20 @@ class Database:
         self._open: list[tuple[weakref.ref[threading.Thread], Connection]] = []
         self._lock = threading.Lock()
         self.journal_warning: str | None = None
+        self.guard: FileGuard | None = None
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.exists():  # about to create it: say so if a running server holds a deleted one
+                for pid, what in stale_holders(self.path):
+                    _note(f"vantage-peers: WARNING: creating a new empty {self.path} while process {pid} holds "
+                          f"{what}; stop that server only after copying it if its data matters")
+            shm = Path(f"{self.path}-shm")
+            if shm.exists() and not os.access(shm, os.W_OK):  # opening would map it: SIGBUS on first write
+                raise StorageReadOnly(f"{shm} (the WAL index of {self.path}) is not writable (chattr +i, chmod or a "
+                                      "read-only filesystem); make it writable again (chattr -i / chmod u+w)")
             # Decide (and warn about) the file's journal mode once, on this thread's first connection.
             self.journal_mode = self.conn.journal_mode
+            self.guard = FileGuard(self.path)  # from now on: is the path still our file? (fileguard.py)
             self.journal_warning = journal.mismatch_warning(journal_mode, self.journal_mode, self.path)
             if self.journal_warning:
                 journal.warn(self.journal_warning)
@@ -164,10 +194,19 @@ class Database:
     @property
     def conn(self) -> Connection:
         holder = getattr(self._local, "holder", None)
+        guard = self.guard
         if holder is not None and not holder.conn.closed:
-            return holder.conn
+            if guard is None or holder.conn.generation == guard.generation or holder.conn.in_tx:
+                return holder.conn
+            holder.conn.close()  # the file was replaced by a valid one and reopened: this thread follows
         self._sweep()
-        conn = Connection(self.path, journal_mode=self.requested_journal_mode, busy_timeout_ms=self.busy_timeout_ms)
+        if guard is not None:
+            self._fresh_conn_check(guard)  # never open (and so read the old WAL into) a file that replaced ours
+        conn = Connection(self.path, journal_mode=self.requested_journal_mode, busy_timeout_ms=self.busy_timeout_ms,
+                          create=guard is None, generation=guard.generation if guard else 0)
+        if guard is not None and identity(self.path) != guard.opened:
+            conn.close()
+            self._fresh_conn_check(guard)
         holder = _Holder(conn)
         weakref.finalize(holder, conn.close)
         self._local.holder = holder
@@ -194,6 +233,88 @@ class Database:
         self._sweep()
         with self._lock:
             return len(self._open)
+
+    def _no_checkpoint_on_close(self) -> None:
+        """The WAL index cannot be written: closing a connection must not checkpoint (that writes the
+        mapped -shm, SIGBUS). The WAL stays on disk and the next process to open the file replays it."""
+        with self._lock:
+            conns = [conn for _, conn in self._open if not conn.closed]
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                conn.raw.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+
+    def _fresh_conn_check(self, guard: FileGuard) -> None:
+        """A thread with no connection yet finds the path changed: it has no handle on the old file to
+        empty its WAL through, so it cannot safely follow a replacement — the file is gone for good."""
+        if guard.gone:
+            raise guard.gone_error()
+        current = identity(self.path)
+        if current != guard.opened:
+            with guard._lock:
+                if guard.gone is None and identity(self.path) != guard.opened:
+                    guard.gone = describe_change(self.path, current)
+                    _note(f"vantage-peers: DB_FILE_GONE: {guard.gone}; writes are refused until the server "
+                          "is restarted")
+            if guard.gone:
+                raise guard.gone_error()
+        self._check_shm(guard)  # a new connection maps -shm right away
+
+    def _checked_conn(self, *, force: bool) -> Connection:
+        """This thread's connection, after making sure the path still names the file we write to."""
+        guard = self.guard
+        if guard is None:
+            return self.conn
+        if guard.gone:
+            raise guard.gone_error()
+        current = guard.changed(force=force)
+        if current is not False:
+            with guard._lock:
+                if guard.gone:
+                    raise guard.gone_error()
+                try:
+                    expected = int(self.conn.scalar("PRAGMA user_version"))  # read from the file we had open
+                except apsw.Error:
+                    expected = -1
+                # The old WAL first: left at the path it would be read as part of the new file.
+                if current is not None and self._wal_emptied() and valid_replacement(self.path, expected):
+                    guard.opened, guard.generation = current, guard.generation + 1
+                    _note(f"vantage-peers: {self.path} was replaced by another database of this schema "
+                          f"(version {expected}); reopened it — writes go to the new file from now on")
+                else:
+                    guard.gone = describe_change(self.path, current)
+                    _note(f"vantage-peers: DB_FILE_GONE: {guard.gone}; writes are refused until the server "
+                          "is restarted")
+                    raise guard.gone_error()
+        self._check_shm(guard, force=False)  # access() every time; the -shm identity every few hundred ms
+        return self.conn
+
+    def _check_shm(self, guard: FileGuard, *, force: bool = True) -> None:
+        """Before SQLite touches the -shm mapping: a write to it once it is read-only is a SIGBUS."""
+        if self.journal_mode != "wal":
+            return
+        problem = guard.shm_problem(force=force)
+        if problem is not None:
+            kind, message = problem
+            self._no_checkpoint_on_close()
+            raise StorageReadOnly(message) if kind == "read-only" else StorageIO(message)
+
+    def _wal_emptied(self) -> bool:
+        """Before following a replaced file: empty the old file's WAL (a WAL left at the path would be
+        replayed onto the new file — a mispaired journal corrupts it). False when it cannot be emptied."""
+        if self.journal_mode != "wal":
+            return True
+        try:
+            log_frames, _ = self.conn.raw.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+        except apsw.Error:
+            return False
+        return log_frames == 0
+
+    def _after_commit(self) -> None:
+        """A write committed into a file that stopped being the path's during it may be lost: say so."""
+        guard = self.guard
+        if guard is not None and guard.changed(force=True) is not False:
+            raise DbFileGone(f"the database file {self.path} changed while this write ran; it may not have been "
+                             "saved — call again (and restart the server if DB_FILE_GONE persists)")
 
     @contextlib.contextmanager
     def call_scope(self, busy_ms: int | None = None) -> Iterator[CallScope]:
@@ -229,18 +350,22 @@ class Database:
             return fn(conn)
         if conn.in_tx == "read":
             raise RuntimeError("write() inside read(): start the outer transaction with write()")
+        conn = self._checked_conn(force=True)  # every write: never into a deleted or replaced file
         with busy.call_scope(self.busy_timeout_ms, self.search_budget_ms) as scope:
             def attempt() -> T:
                 with self._tx(conn, scope) as c:
                     return fn(c)
 
-            return busy.retry(attempt, scope, conn)
+            result = busy.retry(attempt, scope, conn)
+        self._after_commit()
+        return result
 
     def read(self, fn: Callable[[Connection], T]) -> T:
         """Run `fn` in one read transaction (a single consistent snapshot); retried while the file is locked."""
         conn = self.conn
         if conn.in_tx:
             return fn(conn)
+        conn = self._checked_conn(force=False)  # reads: at most every few hundred ms (fileguard.py)
         with busy.call_scope(self.busy_timeout_ms, self.search_budget_ms) as scope:
             def attempt() -> T:
                 conn.raw.execute("BEGIN DEFERRED")
@@ -256,11 +381,21 @@ class Database:
             return busy.retry(attempt, scope, conn)
 
     def close(self) -> None:
+        if self.guard is not None and self.journal_mode == "wal" and self.guard.shm_problem() is not None:
+            self._no_checkpoint_on_close()  # closing would checkpoint through a read-only -shm: SIGBUS
         with self._lock:
             for _, conn in self._open:
                 conn.close()
             self._open.clear()
         self._local = threading.local()
+
+
+def _note(line: str) -> None:
+    """One line on stderr; never raises (stderr may sit on the full or vanished disk)."""
+    import sys
+
+    with contextlib.suppress(Exception):
+        print(line, file=sys.stderr, flush=True)
 
 
 __all__ = ["BUSY_ERRORS", "Connection", "Database", "Row", "current_scope", "dumps", "loads"]

@@ -39,6 +39,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, request_response
 
 from .. import __version__
+from . import limits as oauth_limits
 from .admin import admin_routes
 from .cimd_http import cimd_authorize
 from .clerk import ClerkExchange
@@ -50,6 +51,7 @@ from .handlers import (
     VantageRegistrationHandler,
     VantageTokenHandler,
 )
+from .origin import OriginCheck
 from .provider import SqliteOAuthProvider, VantageTokenVerifier
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -119,6 +121,8 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
     middleware: list[Middleware] = [Middleware(CORSMiddleware, allow_origins=["*"], allow_headers=CORS_HEADERS,
                                                allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
                                                expose_headers=["mcp-session-id", "WWW-Authenticate"])]
+    if host in LOOPBACK:  # #19: Origin/Host parsed, not prefix-matched (the SDK's check admits 127.0.0.1:1@evil)
+        middleware.append(Middleware(OriginCheck, public_base_url=public))
     if no_auth:
         routes.append(Route("/mcp", endpoint=endpoint))
     else:
@@ -136,12 +140,21 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
         metadata.revocation_endpoint = AnyHttpUrl(f"{public}/oauth/revoke")
         metadata.grant_types_supported = ["authorization_code", "refresh_token", "client_credentials"]
         metadata.client_id_metadata_document_supported = True  # CIMD (issue 24, http/cimd.py); DCR stays
+        # exactly the methods HashedClientAuthenticator accepts (public clients use `none`)
+        metadata.token_endpoint_auth_methods_supported = ["client_secret_post", "client_secret_basic", "none"]
+        metadata.revocation_endpoint_auth_methods_supported = ["client_secret_post", "client_secret_basic", "none"]
         prm = ProtectedResourceMetadata(resource=AnyHttpUrl(f"{public}/mcp"), authorization_servers=[AnyHttpUrl(public)],
                                         scopes_supported=SCOPES, resource_name="vantage-peers")
         prm_handler = _metadata_handler(prm, public)
         authorize = _limited(cimd_authorize(provider, AuthorizationHandler(provider).handle))  # CIMD reasons
-        token = _limited(VantageTokenHandler(provider, authenticator).handle)
-        register = _limited(VantageRegistrationHandler(provider, f"{public}/oauth/token").handle)
+        # per-address rate limits and failed-client-auth backoff (429 + Retry-After), see http/limits.py
+        caps = oauth_limits.limiters(settings.oauth_register_per_minute, settings.oauth_token_per_minute)
+        token = oauth_limits.RateLimit(_limited(VantageTokenHandler(provider, authenticator).handle),
+                                       buckets=caps["token"], what="token requests", backoff=caps["backoff"])
+        register = oauth_limits.RateLimit(
+            RequestBodyLimitMiddleware(request_response(VantageRegistrationHandler(provider, f"{public}/oauth/token")
+                                                        .handle), oauth_limits.MAX_REGISTRATION_BYTES),
+            buckets=caps["register"], overall=caps["register_overall"], what="client registrations")
         revoke = _limited(RevocationHandler(provider, authenticator).handle)
         consent = _limited(ConsentPage(provider, secure_cookie=public.startswith("https://")).handle)
         clerk = ClerkExchange(app.db, issuer_domain=settings.clerk_jwt_issuer_domain,

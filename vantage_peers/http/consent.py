@@ -21,6 +21,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from ..ids import now_ms
 from . import profiles, store
 from .consent_text import access_html
+from .limits import redirect_uri_problem
 from .tokens import digest, new_secret, same
 
 COOKIE = "vp_consent"
@@ -124,6 +125,9 @@ class ConsentPage:
         if target is None:
             return _error(403, "This authorization request is unknown, already decided, expired, or the form "
                                "is stale (CSRF check failed).")
+        if redirect_uri_problem(target):  # #19: a client stored before the redirect URI rule (http/limits.py)
+            return _error(400, "This client's redirect URI is not allowed (https://, http:// on loopback, or a "
+                               "private-use scheme); the client must register again.")
         response = RedirectResponse(target, status_code=302, headers={"Cache-Control": "no-store"})
         response.delete_cookie(COOKIE, path="/oauth/consent")
         return response

@@ -32,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from . import profiles
+from . import limits, profiles
 from .tokens import digest, new_client_id, new_secret, same
 
 SCOPES = ["mcp:full"]
@@ -117,6 +117,10 @@ class VantageRegistrationHandler:
             return self._error("the body must be a JSON object (RFC 7591 client metadata)")
         if not isinstance(raw, dict):
             return self._error("the body must be a JSON object (RFC 7591 client metadata)")
+        problem = limits.metadata_problem(raw)  # #19: field caps and redirect URI schemes (http/limits.py)
+        if problem:
+            return self._error(problem, "invalid_redirect_uri" if "redirect URI" in problem else
+                               "invalid_client_metadata")
         requested = raw.pop("scope_profile", None) or raw.pop("scopeProfile", None)
         if requested not in (None, profiles.CLIENT_GENERIC):
             return self._error(f"ScopeViolation: self-registration yields scope profile client-generic only; "

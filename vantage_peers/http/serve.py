@@ -54,6 +54,7 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
 
     from ..server import create_app
     from .asgi import build_http_app
+    from .timeouts import guarded_protocol
 
     app = create_app(settings)
     logging.getLogger("mcp").setLevel(logging.WARNING)  # not one INFO line per stateless request
@@ -76,7 +77,9 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
         signal.signal(sig, lambda *_: None)
     try:
         config = uvicorn.Config(starlette, host=host, port=port, log_level="warning", lifespan="on",
-                                timeout_graceful_shutdown=GRACE_SECONDS, access_log=False)
+                                timeout_graceful_shutdown=GRACE_SECONDS, access_log=False,
+                                # idle / slow-header connections are closed (#19): uvicorn alone never does
+                                http=guarded_protocol(settings.http_header_timeout_seconds))
         uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
     finally:
         if scheduler is not None:

@@ -1,4 +1,6 @@
-"""A small GitHub REST client over urllib (no extra dependency), with GitHub's rate-limit headers read.
+"""A small GitHub REST client over `outbound` (no extra dependency), with GitHub's rate-limit headers read.
+
+Every request goes through `vantage_peers.outbound`: the token never follows a redirect to another host.
 
 Only the scheduler's outbox job calls it. `GITHUB_API_URL` (default https://api.github.com) lets
 tests and GitHub Enterprise (`https://host/api/v3`) point elsewhere.
@@ -7,14 +9,11 @@ tests and GitHub Enterprise (`https://host/api/v3`) point elsewhere.
 from __future__ import annotations
 
 import json
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from ... import __version__
+from ... import __version__, outbound
 
 API_VERSION = "2022-11-28"
 TIMEOUT_SECONDS = 20.0
@@ -60,18 +59,12 @@ class GitHubClient:
                 query: dict[str, Any] | None = None) -> Response:
         url = self.api_url + path + ("?" + urllib.parse.urlencode(query) if query else "")
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(url, data=data, method=method, headers={
+        reply = outbound.request(method, url, data=data, timeout=self.timeout, headers={
             "Accept": "application/vnd.github+json", "Authorization": f"Bearer {self.token}",
             "X-GitHub-Api-Version": API_VERSION, "User-Agent": f"vantage-peers/{__version__}",
             **({"Content-Type": "application/json"} if data is not None else {}),
         })
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - configured API URL
-                return _response(resp.status, resp.read(), resp.headers)
-        except urllib.error.HTTPError as exc:
-            return _response(exc.code, exc.read(), exc.headers)
-        except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
-            return Response(status=None, error=f"{type(exc).__name__}: {exc}")
+        return _from_reply(reply)
 
     # -- the calls the outbox makes -----------------------------------------------------------
     def comment(self, repo: str, number: int, body: str) -> Response:
@@ -115,15 +108,14 @@ def _response(status: int, raw: bytes, headers: Any) -> Response:
     return Response(status=status, body=body, headers=names)
 
 
-def fetch_json(url: str, *, headers: dict[str, str], timeout: float) -> Response:
+def _from_reply(reply: outbound.Reply) -> Response:
+    if reply.status is None:
+        return Response(status=None, headers=reply.headers, error=reply.error)
+    return _response(reply.status, reply.body, reply.headers)
+
+
+def fetch_json(url: str, *, headers: dict[str, str], timeout: float,
+               secret_headers: tuple[str, ...] = ()) -> Response:
     """GET `url` as JSON (the deployment log endpoint); a timeout is a Response with status None."""
-    req = urllib.request.Request(url, method="GET", headers={"User-Agent": f"vantage-peers/{__version__}", **headers})
-    started = time.monotonic()
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the deployment's URL
-            return _response(resp.status, resp.read(), resp.headers)
-    except urllib.error.HTTPError as exc:
-        return _response(exc.code, exc.read(), exc.headers)
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
-        kind = "timeout" if time.monotonic() - started >= timeout * 0.9 else type(exc).__name__
-        return Response(status=None, error=f"{kind}: {exc}")
+    return _from_reply(outbound.request("GET", url, timeout=timeout, secret_headers=secret_headers,
+                                        headers={"User-Agent": f"vantage-peers/{__version__}", **headers}))

@@ -2,7 +2,7 @@
 
 Order of checks: size cap → `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with
 `GITHUB_WEBHOOK_SECRET`, compared in constant time; missing or bad → 401, nothing written) →
-event type (unknown → 204) → JSON (bad → 400) → payload shape (bad → 400 naming the field) →
+event type (unknown → 204) → nesting depth on the raw bytes (> limits.MAX_DEPTH → 400) → JSON (bad → 400) → payload shape (bad → 400 naming the field) →
 `X-GitHub-Delivery` recorded in the same transaction as the effects (a redelivery changes nothing).
 """
 
@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ... import limits
 from ...db import Connection
 from ...ids import now_ms
 from . import irp, issues, mappings
@@ -246,9 +247,12 @@ def make_route(app) -> Route:
         event = request.headers.get("x-github-event", "")
         if event == "ping":
             return JSONResponse({"ok": True, "event": "ping"})
+        if limits.raw_json_depth_exceeds(body):  # before parsing: json.loads would recurse until it fails
+            return JSONResponse({"error": "BAD_JSON", "detail": f"the body nests deeper than {limits.MAX_DEPTH} "
+                                 "levels"}, status_code=400)
         try:
             data = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             return JSONResponse({"error": "BAD_JSON", "detail": "the body is not JSON"}, status_code=400)
         action = data.get("action") if isinstance(data, dict) else None
         if event not in HANDLED or action not in HANDLED[event]:
