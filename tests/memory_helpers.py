@@ -168,7 +168,7 @@ def run_embeddings(app, **kwargs: Any) -> dict[str, Any]:
         from vantage_peers.domains.memory.services import services
 
         svc = services(app)
-        return indexer.embed_pending(app.db, svc.embedder, owner=svc.owner, **kwargs)
+        return indexer.embed_pending(app.db, svc.embedder, owner=svc.owner, corpora=app.corpora, **kwargs)
     return fn()
 
 

@@ -97,6 +97,8 @@ class App:
         self.jobs: list[tuple[str, Callable[[], Any]]] = []
         self.job_schedules: dict[str, dict[str, Any]] = {}  # name -> {every_seconds, cron}; absent = every tick
         self.scheduler: Any = None  # the Scheduler running this app's jobs, if any
+        # #20: embedded corpora (search.corpus.Corpus) registered by domains; search/ knows no domain.
+        self.corpora: list[Any] = []
         # Cross-cutting extension points (see DESIGN.md "Cross-cutting policy lives in one layer"):
         # guards see every tool call before it runs, routes are extra HTTP endpoints for `serve`,
         # server hooks add resources/prompts once the MCPServer exists.
@@ -160,6 +162,10 @@ class App:
         self.jobs.append((name, fn))
         if every_seconds is not None or cron is not None:
             self.job_schedules[name] = {"every_seconds": every_seconds, "cron": cron}
+
+    def add_corpus(self, corpus: Any) -> None:
+        """#20: an embedded corpus (search.corpus.Corpus) served by the embedding worker, reindex and doctor."""
+        self.corpora.append(corpus)
 
     def add_guard(self, fn: Callable[[str, dict[str, Any]], dict[str, Any] | None]) -> None:
         """Run `fn(tool_name, kwargs)` before every tool call; it may raise, or return replaced kwargs."""

@@ -46,16 +46,14 @@ def _run_stdio() -> int:
 
 
 def _reindex() -> int:
-    from .db import open_database
     from .domains.memory.maintenance import reindex
-    from .settings import Settings
+    from .server import create_app
 
-    settings = Settings.from_env()
-    db = open_database(settings)
+    app = create_app()  # #20: the corpora to re-embed are those the domains register on the app
     try:
-        return reindex(settings, db)
+        return reindex(app.settings, app.db, corpora=app.corpora)
     finally:
-        db.close()
+        app.db.close()
 
 
 def command(sub, name: str, summary: str, *, example: str, settings: str = "") -> argparse.ArgumentParser:

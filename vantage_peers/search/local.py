@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
-from .embeddings import EmbeddingError
+from .embedding_error import EmbeddingError
 
 MODEL = "all-MiniLM-L6-v2-int8"  # the name recorded with the vectors in `meta`
 DIMENSIONS = 384

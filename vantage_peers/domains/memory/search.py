@@ -19,12 +19,13 @@ from typing import Any
 
 from ...db import Connection, Row
 from ...paging import fit_search
-from ...search import budget, vectors
+from ...search import budget
 from ...search.fts import MAX_TOKENS, fts_query, query_tokens, ranked
 from ...search.fusion import convex, fused_docs
 from ...search.snippets import add_snippets as snippets_for
-from ...search.vectors import Scope
+from . import vectors
 from .store import LIVE, PREVIEW_CHARS, memory_doc, scope_sql
+from .vectors import Scope
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 200

@@ -17,8 +17,8 @@ import weakref
 from collections import OrderedDict
 from typing import Any
 
-from ...search import vectors
 from ...search.embeddings import Embedder, EmbeddingError, embedder_for
+from . import vectors
 
 QUERY_TIMEOUT_S = 3.0
 COOLDOWN_S = 30.0
