@@ -88,7 +88,13 @@ def _store(conn: Connection, *, corpus: Corpus, owner: str, model: str, pairs: l
     cols = ", ".join(f"{expr} AS c{i}" for i, expr in enumerate(corpus.meta_sql))
     meta = {r["seq"]: tuple(r[f"c{i}"] for i in range(len(corpus.meta_sql))) for r in conn.query(
         f"SELECT seq, {cols} FROM {corpus.source} WHERE seq IN ({','.join('?' for _ in held)})", list(held))}
-    vectors.replace(conn, corpus.vec, [(seq, meta[seq], vec) for seq, vec in pairs if seq in meta])
+    # A zero or non-finite vector (an endpoint's answer to an empty-ish text) is not stored: its cosine
+    # distance is undefined. The row stays findable by keyword; its job is done (a retry gives the same).
+    usable = [(seq, meta[seq], vec) for seq, vec in pairs if seq in meta and not vectors.unusable(vec)]
+    if len(usable) < len(held):
+        log.warning("%d %s without a usable vector (zero or non-finite): keyword search only",
+                    len(held) - len(usable), corpus.name)
+    vectors.replace(conn, corpus.vec, usable)
     return len(held)
 
 

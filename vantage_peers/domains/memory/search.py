@@ -15,6 +15,7 @@ transaction); `vector=None` means keyword mode, with the reason reported.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from ...db import Connection, Row
@@ -33,7 +34,8 @@ Shape = Callable[[Row], dict[str, Any]]
 
 
 DEPTH = 100  # candidates per ranker: fewer loses recall@100 on shared/ir/, more buys nothing
-LITE_KEYS = ("_id", "namespace", "type", "score", "snippet", "preview")
+# `matchedBy`, `matchedTerms`, `date` (#20): a hit explains itself, in lite too (additive keys).
+LITE_KEYS = ("_id", "namespace", "type", "score", "snippet", "preview", "matchedBy", "matchedTerms", "date")
 
 
 def depth_for(limit: int) -> int:
@@ -99,7 +101,7 @@ def keyword_hits(conn: Connection, *, query: str, scope: Scope | None, types: Se
         [match, *params, limit],
     )
     if not candidates:
-        snippets_for(rows, match, "content")  # bounded cost in Python (search/snippets.py), not FTS5 snippet()
+        snippets_for(rows, match, "content", terms=True)  # bounded cost in Python (search/snippets.py), not FTS5 snippet()
     return rows
 
 
@@ -113,10 +115,29 @@ def add_snippets(conn: Connection, rows: dict[int, Row], seqs: Sequence[int], *,
         return
     for seq in wanted:
         rows[seq] = dict(rows[seq])
-    snippets_for([rows[seq] for seq in wanted], match, "content")
+    snippets_for([rows[seq] for seq in wanted], match, "content", terms=True)
+
+
+def iso_date(ms: Any) -> str | None:
+    """Epoch milliseconds as an ISO 8601 UTC timestamp (what `date` shows on a hit)."""
+    if not isinstance(ms, int) or isinstance(ms, bool):
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def explain(items: list[dict[str, Any]], *, keyword_only: bool = False) -> None:
+    """Additive fields saying why each hit is here: `date` (when it was stored), and for keyword
+    search `matchedBy: ["keyword"]` (hybrid hits carry `matchedBy` and `ranks` from the fusion)."""
+    for item in items:
+        when = iso_date(item.get("_creationTime"))
+        if when is not None:
+            item["date"] = when
+        if keyword_only:
+            item.setdefault("matchedBy", ["keyword"])
 
 
 def _finish(items: list[dict[str, Any]], envelope: dict[str, Any], fields: str = "full") -> dict[str, Any]:
+    explain(items, keyword_only=envelope.get("mode") == "keyword" and "reason" not in envelope)
     if fields == "lite":
         items = lite(items)
     if query_tokens(envelope.pop("_query", "")) > MAX_TOKENS:

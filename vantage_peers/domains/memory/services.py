@@ -65,6 +65,9 @@ class MemoryServices:
                 self._down_until = time.monotonic() + COOLDOWN_S
                 self._down_reason = str(exc)
             return None, f"embedding endpoint unavailable ({exc})"
+        bad = vectors.unusable(vector)
+        if bad:  # e.g. an all-zero vector for `(((`: cosine is undefined, answer from BM25 and say why
+            return None, f"{bad} for this query (cosine similarity is undefined); keyword results only"
         recorded = db.read(vectors.recorded)
         if recorded is not None and len(vector) != recorded.dimensions:
             return None, (f"the endpoint returns {len(vector)}-dimensional vectors but the file holds "
