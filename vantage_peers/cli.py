@@ -41,6 +41,10 @@ def _run_stdio() -> int:
     finally:
         if scheduler is not None:
             scheduler.stop()
+            # #20: a short-lived process embeds what it wrote (bounded, ~2 s) before it exits.
+            from .domains.memory.exit_flush import embed_before_exit
+
+            embed_before_exit(app)
         app.db.close()
     return 0
 

@@ -52,9 +52,12 @@ def collect(app: Any) -> dict[str, Any]:
                      "lastRunAt": state.get("lastFinishedAt"),
                      "lastStatus": state.get("lastStatus"), "nextRunAt": state.get("nextRunAt"),
                      "runCount": state.get("runCount", 0)})
+    from .domains.memory import indexer
+
+    backlog = app.db.read(lambda c: indexer.pending(c, app.corpora))  # #20: rows waiting for a vector
     return {"database": str(app.settings.db_path), "now": now, "peers": peers, "unread": unread,
             "openTasks": open_tasks, "jobs": jobs, "tickSeconds": app.settings.tick_seconds,
-            "recurring": overview["recurring"]}
+            "recurring": overview["recurring"], "embeddingBacklog": backlog}
 
 
 def _ago(now: int, then: int | None) -> str:
@@ -110,6 +113,11 @@ def render(data: dict[str, Any]) -> str:
         out.append(f"  {j['name']:<32} {cadence:<20} {last}{running}")
     if not data["jobs"]:
         out.append("  (none registered)")
+    backlog = data.get("embeddingBacklog") or {}
+    waiting = ", ".join(f"{n} {name}" for name, n in backlog.get("byCorpus", {}).items())
+    out += ["", f"embedding backlog: {backlog.get('pending', 0)} waiting" + (f" ({waiting})" if waiting else "")]
+    if backlog.get("maxAttempts"):
+        out.append(f"  up to {backlog['maxAttempts']} failed attempts; last error: {backlog.get('lastError')}")
     rec = data.get("recurring") or {}
     out += ["", f"recurring tasks: {rec.get('active', 0)} active, {rec.get('paused', 0)} paused; next due:"]
     for t in rec.get("nextDue", []):

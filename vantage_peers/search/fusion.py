@@ -28,7 +28,7 @@ WEIGHTS = {"keyword": 1.0 - VECTOR_WEIGHT, "vector": VECTOR_WEIGHT}
 # codename); its hits keep their BM25 positions unless the vector list holds an outlier
 # (z ≥ STRONG_Z) they do not. Both are z-units and counts, not model similarities, so they hold for
 # any embedder; measured on all four development collections (docs/memory.md).
-EXACT_MAX = 10
+EXACT_MAX = 5
 STRONG_Z = 6.0
 
 
