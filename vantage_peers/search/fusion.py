@@ -109,12 +109,15 @@ def _keep_exact(ordered: list[Fused], exact: Sequence[Hashable]) -> list[Fused]:
 
 
 def convex(lists: Mapping[str, Sequence[tuple[Hashable, float]]], *, weights: Mapping[str, float] | None = None,
-           limit: int | None = None, exact_max: int | None = None) -> list[Fused]:
+           limit: int | None = None, exact_max: int | None = None,
+           adjust: Callable[[Mapping[Hashable, float]], Mapping[Hashable, float]] | None = None) -> list[Fused]:
     """Fuse `{ranker: [(key, score), best first]}` (higher score is better) into one list, best first.
 
     Exact evidence: when the keyword list is short (≤ `exact_max` hits, default EXACT_MAX: the
     query's words are rare — an id, a codename, a ticket number) and the vector list holds no
     clear outlier outside it, every keyword hit keeps at least its BM25 position.
+    `adjust(scores)` returns bonuses added to fused scores before ordering (the caller's context, e.g.
+    adjacent memories); exact evidence is kept after it.
     Ties are broken by the best single rank, then by first appearance, so the result is deterministic.
     """
     weights = WEIGHTS if weights is None else weights
@@ -139,6 +142,10 @@ def convex(lists: Mapping[str, Sequence[tuple[Hashable, float]]], *, weights: Ma
     for item in fused.values():
         item.score = sum((weights.get(name, 0.0) / total if total else 1.0 / len(present))
                          * zmaps[name].get(item.key, floors[name]) for name in present)
+    if adjust is not None and fused:
+        for key, extra in adjust({k: f.score for k, f in fused.items()}).items():
+            if key in fused:
+                fused[key].score += extra
     order = {key: i for i, key in enumerate(fused)}
     ordered = sorted(fused.values(), key=lambda f: (-f.score, min(f.ranks.values()), order[f.key]))
     exact = order_of.get("keyword", [])

@@ -25,6 +25,7 @@ from ...search.fts import MAX_TOKENS, fts_query, query_tokens, ranked
 from ...search.fusion import convex, fused_docs
 from ...search.snippets import add_snippets as snippets_for
 from . import vectors
+from .context import context_bonus
 from .store import LIVE, PREVIEW_CHARS, memory_doc, scope_sql
 from .vectors import Scope
 
@@ -196,7 +197,9 @@ def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
         lists["keyword"] = [(seq, -rank) for seq, rank in kw_ranks.items()]
     if distances:
         lists["vector"] = [(seq, 1.0 - dist) for seq, dist in distances.items()]
-    fused = convex(lists)
+    # Context (#20): a candidate borrows from an adjacent memory of the same session (context.py).
+    # Only when both rankers answered: keyword mode keeps BM25 order, semantic mode cosine order.
+    fused = convex(lists, adjust=(lambda scores: context_bonus(conn, scores)) if len(lists) == 2 else None)
     where, params = _filters(scope, types, include_superseded, now)
     # Whole rows (and snippets) only for the head of the fused list; a key whose row is gone
     # (deleted since it was ranked) is skipped, so read a margin beyond `limit`.
