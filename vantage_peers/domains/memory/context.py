@@ -21,28 +21,30 @@ CONTEXT_WEIGHT = 0.3  # share of the neighbour's score above the floor; 0.2-0.5 
 SESSION_GAP_MS = 30 * 60_000  # turns further apart than this are different sessions
 CONTEXT_DEPTH = 100  # only the head of the fused list lends and borrows (bounded cost)
 
-_PREV = ("SELECT seq, createdAt FROM memories WHERE namespace = ? AND (createdAt, id) < (?, ?) "
-         "ORDER BY createdAt DESC, id DESC LIMIT 1")
-_NEXT = ("SELECT seq, createdAt FROM memories WHERE namespace = ? AND (createdAt, id) > (?, ?) "
-         "ORDER BY createdAt, id LIMIT 1")
+_BETWEEN = ("SELECT 1 FROM memories WHERE namespace = ? AND (createdAt, id) > (?, ?) AND (createdAt, id) < (?, ?) "
+            "LIMIT 1")
 
 
 def neighbours(conn: Connection, seqs: list[int]) -> dict[int, list[int]]:
-    """seq -> the seqs written just before and after it in its namespace, within SESSION_GAP_MS."""
-    if not seqs:
-        return {}
+    """seq -> those of `seqs` written just before or just after it in its namespace, within
+    SESSION_GAP_MS (nothing else of that namespace written between them).
+
+    One query for the rows; then consecutive seqs (the usual case: a conversation stored turn by
+    turn) are neighbours at once, and only a close pair with a seq gap costs an indexed check."""
+    out: dict[int, list[int]] = {int(s): [] for s in seqs}
+    if len(seqs) < 2:
+        return out
     marks = ",".join("?" for _ in seqs)
-    rows = conn.raw.execute(f"SELECT seq, namespace, createdAt, id FROM memories WHERE seq IN ({marks})",
-                            seqs).fetchall()
+    rows = sorted(conn.raw.execute(f"SELECT namespace, createdAt, id, seq FROM memories WHERE seq IN ({marks})",
+                                   seqs).fetchall())
     cur = conn.raw.cursor()
-    out: dict[int, list[int]] = {}
-    for seq, namespace, created, mid in rows:
-        found = []
-        for sql in (_PREV, _NEXT):
-            for other, when in cur.execute(sql, (namespace, created, mid)):
-                if abs(int(when) - int(created)) <= SESSION_GAP_MS:
-                    found.append(int(other))
-        out[int(seq)] = found
+    for (ns_a, at_a, id_a, seq_a), (ns_b, at_b, id_b, seq_b) in zip(rows, rows[1:], strict=False):
+        if ns_a != ns_b or at_b - at_a > SESSION_GAP_MS:
+            continue
+        if seq_b != seq_a + 1 and cur.execute(_BETWEEN, (ns_a, at_a, id_a, at_b, id_b)).fetchone() is not None:
+            continue  # another memory of the namespace sits between them
+        out[int(seq_a)].append(int(seq_b))
+        out[int(seq_b)].append(int(seq_a))
     return out
 
 
