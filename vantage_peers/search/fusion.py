@@ -6,6 +6,8 @@
   A candidate a ranker did not return gets that ranker's lowest z (it ranked below everything the
   ranker listed). score(d) = Σ weight(r) · z_r(d), with the weights summing to 1 over the rankers
   that returned anything (VECTOR_WEIGHT for the vector ranker, the rest for keyword).
+  A list with no spread (one hit) is not flattened: its items sit one unit above the floor. A short
+  keyword list (rare words: an id, a codename) keeps its BM25 positions (exact evidence, #20).
   Unlike RRF it keeps *how much* better a hit is: a clear vector match is not outranked by a row
   that merely holds a stopword at BM25 rank 1. Measured on shared/ir/ (docs/memory.md).
 `rrf`: Reciprocal Rank Fusion, score(d) = Σ 1 / (k + rank(d)), k = 60 — the former fusion, kept
