@@ -137,3 +137,14 @@ def test_a_zero_document_vector_is_not_stored_and_never_breaks_search(db_path, s
             assert [h["_id"] for h in tools.call("recall", query="EMPTYISH", namespace=NS)["items"]] == [blank]
     finally:
         app.db.close()
+
+
+def test_an_unmistakable_vector_match_may_lead_a_rare_keyword_hit():
+    # The vector ranker holds one clear outlier (z ≥ STRONG_Z) the keyword ranker did not find: the
+    # exact-evidence guarantee steps aside and the fused scores decide.
+    vector = [("paraphrase", 0.97)] + [(f"v{i}", 0.30 - i * 0.0005) for i in range(60)]
+    fused = [f.key for f in convex({"keyword": [("rare", 2.0)], "vector": vector})]
+    assert fused[0] == "paraphrase" and "rare" in fused[:3]
+    # A long keyword list (common words) never triggers the guarantee either.
+    keyword = [(f"k{i}", 5.0 - i * 0.01) for i in range(12)]
+    assert convex({"keyword": keyword, "vector": vector}, exact_max=5)[0].key == "paraphrase"

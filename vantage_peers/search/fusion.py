@@ -80,9 +80,9 @@ def _zscores(scores: Sequence[float]) -> tuple[list[float], float]:
     return z, min(z)
 
 
-def _strong(items: Sequence[tuple[Hashable, float]], z: Mapping[Hashable, float], exclude: set[Hashable]) -> bool:
+def _strong(z: Mapping[Hashable, float], exclude: set[Hashable]) -> bool:
     """Does the ranker hold a clear outlier (z ≥ STRONG_Z) that is not in `exclude`?"""
-    return any(z[key] >= STRONG_Z for key, _ in items if key not in exclude)
+    return any(value >= STRONG_Z for key, value in z.items() if key not in exclude)
 
 
 def _keep_exact(ordered: list[Fused], exact: Sequence[Hashable]) -> list[Fused]:
@@ -151,10 +151,8 @@ def convex(lists: Mapping[str, Sequence[tuple[Hashable, float]]], *, weights: Ma
     order = {key: i for i, key in enumerate(fused)}
     ordered = sorted(fused.values(), key=lambda f: (-f.score, min(f.ranks.values()), order[f.key]))
     exact = order_of.get("keyword", [])
-    if exact and len(present) > 1 and len(exact) <= exact_max:
-        vec = order_of.get("vector", [])
-        if not _strong([(k, 0.0) for k in vec], zmaps.get("vector", {}), set(exact)):
-            ordered = _keep_exact(ordered, exact)
+    if exact and len(present) > 1 and len(exact) <= exact_max and not _strong(zmaps.get("vector", {}), set(exact)):
+        ordered = _keep_exact(ordered, exact)
     return ordered[:limit] if limit is not None else ordered
 
 
