@@ -19,6 +19,7 @@ from ...db import Connection
 from ...search import ann
 from ...search import vectors as _vec
 from ...search.vectors import (  # noqa: F401 - re-exported for memory callers
+    CHUNK_SIZE,
     NO_EXPIRY,
     ModelMismatch,
     Recorded,
