@@ -77,6 +77,13 @@ def child(mode: str, writes: int, recalls: int, db_path: str) -> dict[str, float
         out[f"after {recalls} recalls"] = rss_mb()
         out["  anonymous (private)"] = rss_mb("RssAnon")
         out["  file-backed (shared libs)"] = rss_mb("RssFile")
+        if mode == "local":  # what an idle agent's server holds once the model is dropped (local.IDLE_UNLOAD_S)
+            from vantage_peers.search import local
+
+            model = local.local_embedder()
+            model.idle_unload_s = 0.0
+            model._unload_if_idle()
+            out["after idle unload"] = rss_mb()
     out["peak (VmHWM)"] = rss_mb("VmHWM")
     app.db.close()
     return out

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
@@ -30,6 +31,9 @@ BATCH = 32
 # (a 1 MiB memory would otherwise be tokenized whole only to keep its first 256 pieces).
 MAX_CHARS = MAX_TOKENS * 16
 TOKENIZER = "all-MiniLM-L6-v2.tokenizer.json"
+# An agent's server is idle most of the time: after this long without embedding, the model is
+# dropped (its ≈100 MB go back to the OS) and loaded again (≈1 s) by the next write or query.
+IDLE_UNLOAD_S = 600.0
 
 
 def threads() -> int:
@@ -64,11 +68,14 @@ class LocalEmbedder:
     dimensions: int | None = DIMENSIONS
     base_url = None
 
-    def __init__(self) -> None:
+    def __init__(self, *, idle_unload_s: float | None = IDLE_UNLOAD_S) -> None:
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
         self._error: str | None = None
+        self.idle_unload_s = idle_unload_s  # None: keep the model for the life of the process
+        self._last_used = 0.0
+        self._timer: threading.Timer | None = None
 
     @property
     def loaded(self) -> bool:
@@ -128,9 +135,33 @@ class LocalEmbedder:
                 norms = np.linalg.norm(pooled, axis=1, keepdims=True)
                 out[idx] = pooled / np.where(norms == 0, 1.0, norms)
             _release()
+            self._last_used = time.monotonic()
+            self._arm(self.idle_unload_s)
         if not np.isfinite(out).all():
             raise EmbeddingError("the local model produced a non-finite vector")
         return out
+
+    def _arm(self, delay: float | None) -> None:
+        """Check for idleness in `delay` seconds (one timer at a time; called with the lock held)."""
+        if delay is None or (self._timer is not None and self._timer.is_alive()):
+            return
+        self._timer = threading.Timer(delay, self._unload_if_idle)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _unload_if_idle(self) -> None:
+        """Drop the model when nothing embedded for `idle_unload_s` (≈100 MB back to the OS); the next
+        `embed` loads it again (≈1 s). Otherwise check again when that much idle time would have passed."""
+        with self._lock:
+            self._timer = None
+            if self._session is None or self.idle_unload_s is None:
+                return
+            idle = time.monotonic() - self._last_used
+            if idle < self.idle_unload_s:
+                self._arm(self.idle_unload_s - idle)
+                return
+            self._session = self._tokenizer = None
+            _release()
 
     def embed(self, texts: Sequence[str], *, timeout: float = 0.0) -> list[Any]:
         """Same contract as the OpenAI provider: one float32 row per text (`timeout` does not apply:
