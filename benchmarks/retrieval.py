@@ -1,19 +1,27 @@
-"""Retrieval quality on real test collections with relevance judgments (shared/ir/, BEIR layout).
+"""Retrieval quality on real test collections (shared/ir/) and on a generated identifier set.
 
-    uv run python benchmarks/retrieval.py                        # cranfield and cisi
-    uv run python benchmarks/retrieval.py --collections cisi --cache /tmp/vp-ir-cache
+    uv run python benchmarks/retrieval.py                                # all four, full
+    uv run python benchmarks/retrieval.py --collections locomo-dev --cache /tmp/vp-ir-cache
+    uv run python benchmarks/retrieval.py --max-queries 60               # a quick subset
 
-Each collection is loaded into a temporary database through the store layer (one memory per
-document: title, newline, text), embedded by the configured local provider through the embedding
-worker (`indexer.embed_pending`, as the scheduler does), then every judged query runs through the
-MCP tools over the in-memory client with `limit=100, fields="lite"`:
-  text_search (BM25), vector only (search_episodes_by_semantic's ranking: hybrid with no keyword
-  list), and recall (the shipped fusion).
-It prints nDCG@10 (graded gains, log2 discount) and recall@100 per ranker, plus, from the same
-two candidate lists (100 each), equal-weight RRF k=60 (the former fusion) and the convex fusion at
-other vector weights, to show the chosen weight is not tuned to one collection.
-`--cache DIR` keeps the document vectors between runs (keyed by model and text hash).
-Not a test: nothing asserts. Figures depend on the model only, not on the machine.
+Collections:
+- `cranfield`, `cisi` (BEIR layout): one memory per document (title, newline, text); nDCG@10 and
+  recall@100 per ranker.
+- `locomo-dev`: the 5 development conversations of LoCoMo, one memory per turn,
+  `"(<session date>) <speaker>: <text>"` (+ ` [shares a photo: <caption>]`), one namespace per
+  conversation; each question (category 5, unanswerable, left out) searched in its namespace.
+  R@5 / R@10, *any* (an evidence turn in the top k) and *all* (every evidence turn).
+- `identifiers`: benchmarks/identifiers.py — one query per handle (`tsk_…`, `PR-1234`, codenames,
+  acronyms, snake_case names) among near-miss distractors; R@1 / R@5.
+
+Each collection is stored through the store layer and embedded by the local provider through the
+embedding worker (`indexer.embed_pending`, as the scheduler does). Per query the two candidate
+lists the shipped search fuses (BM25 any-word, 100 deep; vector KNN, 100 deep) are read once; the
+rankers compared are BM25 alone, vector alone, the shipped fusion (`fusion.convex`), the former
+z-score fusion (flattens a one-item list) and RRF. `recall` latency (p50/p95, query embedding
+included, the shipped `hybrid`) is timed on every query.
+`--cache DIR` keeps document vectors between runs (keyed by model and text hash).
+Not a test: nothing asserts. Quality figures depend on the model only, not on the machine.
 """
 
 from __future__ import annotations
@@ -22,15 +30,20 @@ import argparse
 import hashlib
 import json
 import math
+import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import identifiers  # noqa: E402
 
 from vantage_peers.domains.memory import indexer, store  # noqa: E402
 from vantage_peers.domains.memory import search as msearch  # noqa: E402
@@ -40,9 +53,21 @@ from vantage_peers.search.embeddings import embedder_for  # noqa: E402
 
 IR = ROOT.parent.parent / "shared" / "ir"
 DEFAULT_IR = IR if IR.is_dir() else Path("/work/shared/ir")
+ALL = ("cranfield", "cisi", "locomo-dev", "identifiers")
 
 
-def load(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, int]]]:
+# -- loading -------------------------------------------------------------------------------------
+@dataclass
+class Collection:
+    name: str
+    docs: list[tuple[str, str, str]]  # (doc id, namespace, text)
+    queries: list[tuple[str, str, str]]  # (query id, namespace, text)
+    qrels: dict[str, dict[str, int]]
+    metric: str  # "ndcg" | "recall"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def load_beir(path: Path, name: str) -> Collection:
     docs = [json.loads(line) for line in (path / "corpus.jsonl").open(encoding="utf-8")]
     queries = [json.loads(line) for line in (path / "queries.jsonl").open(encoding="utf-8")]
     qrels: dict[str, dict[str, int]] = {}
@@ -52,9 +77,54 @@ def load(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[s
             qid, cid, score = line.rstrip("\n").split("\t")
             if int(score) > 0:
                 qrels.setdefault(qid, {})[cid] = int(score)
-    return docs, [q for q in queries if q["_id"] in qrels], qrels
+    ns = f"ir/{name}"
+    return Collection(name, [(d["_id"], ns, (d.get("title", "") + "\n" + d["text"]).strip()) for d in docs],
+                      [(q["_id"], ns, q["text"]) for q in queries if q["_id"] in qrels], qrels, "ndcg")
 
 
+def locomo_text(turn: dict[str, Any], date: str) -> str:
+    text = f"({date}) {turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" [shares a photo: {turn['blip_caption']}]"
+    return text
+
+
+def load_locomo(path: Path) -> Collection:
+    samples = json.loads((path / "locomo-dev.json").read_text(encoding="utf-8"))
+    docs, queries, qrels = [], [], {}
+    for s in samples:
+        conv, ns = s["conversation"], f"locomo/{s['sample_id']}"
+        n = 1
+        while f"session_{n}" in conv:
+            date = conv.get(f"session_{n}_date_time", "")
+            for turn in conv[f"session_{n}"]:
+                docs.append((f"{s['sample_id']}:{turn['dia_id']}", ns, locomo_text(turn, date)))
+            n += 1
+        for i, qa in enumerate(s["qa"]):
+            if qa.get("category") == 5 or not qa.get("evidence"):
+                continue
+            qid = f"{s['sample_id']}#{i}"
+            queries.append((qid, ns, qa["question"]))
+            qrels[qid] = {f"{s['sample_id']}:{e}": 1 for e in qa["evidence"]}
+    return Collection("locomo-dev", docs, queries, qrels, "recall")
+
+
+def load_identifiers() -> Collection:
+    docs, queries, qrels = identifiers.build()
+    ns = "bench/identifiers"
+    return Collection("identifiers", [(d["_id"], ns, d["text"]) for d in docs],
+                      [(q["_id"], ns, q["text"]) for q in queries], qrels, "recall")
+
+
+def load(name: str, ir: Path) -> Collection:
+    if name == "locomo-dev":
+        return load_locomo(ir / "locomo-dev")
+    if name == "identifiers":
+        return load_identifiers()
+    return load_beir(ir / name, name)
+
+
+# -- metrics -------------------------------------------------------------------------------------
 def ndcg(ranked: Sequence[str], rel: dict[str, int], k: int = 10) -> float:
     dcg = sum(rel.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
     ideal = sum(g / math.log2(i + 2) for i, g in enumerate(sorted(rel.values(), reverse=True)[:k]))
@@ -65,6 +135,29 @@ def recall_at(ranked: Sequence[str], rel: dict[str, int], k: int = 100) -> float
     return len(set(ranked[:k]) & set(rel)) / len(rel)
 
 
+def hit_any(ranked: Sequence[str], rel: dict[str, int], k: int) -> float:
+    return float(bool(set(ranked[:k]) & set(rel)))
+
+
+def hit_all(ranked: Sequence[str], rel: dict[str, int], k: int) -> float:
+    return float(set(rel) <= set(ranked[:k]))
+
+
+def scores(coll: Collection, lists: Sequence[Sequence[str]]) -> dict[str, float]:
+    rels = [coll.qrels[qid] for qid, _, _ in coll.queries]
+
+    def mean(fn: Callable[[Sequence[str], dict[str, int]], float]) -> float:
+        return sum(fn(r, rel) for r, rel in zip(lists, rels, strict=True)) / max(len(rels), 1)
+
+    if coll.metric == "ndcg":
+        return {"nDCG@10": mean(ndcg), "R@100": mean(recall_at)}
+    if coll.name == "identifiers":
+        return {"R@1": mean(lambda r, rel: hit_any(r, rel, 1)), "R@5": mean(lambda r, rel: hit_any(r, rel, 5))}
+    return {"R@5 any": mean(lambda r, rel: hit_any(r, rel, 5)), "R@5 all": mean(lambda r, rel: hit_all(r, rel, 5)),
+            "R@10 any": mean(lambda r, rel: hit_any(r, rel, 10)), "R@10 all": mean(lambda r, rel: hit_all(r, rel, 10))}
+
+
+# -- embedding cache ----------------------------------------------------------------------------
 class CachingEmbedder:
     """The real provider, with document vectors kept on disk between benchmark runs."""
 
@@ -82,7 +175,7 @@ class CachingEmbedder:
         missing = [i for i, k in enumerate(keys) if k not in self.known]
         if missing:
             fresh = self.inner.embed([texts[i] for i in missing], timeout=timeout)
-            new = {keys[i]: v for i, v in zip(missing, fresh, strict=True)}
+            new = {keys[i]: [float(x) for x in v] for i, v in zip(missing, fresh, strict=True)}
             self.known.update(new)
             if self.path:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,94 +185,119 @@ class CachingEmbedder:
         return [self.known[k] for k in keys]
 
 
-def run(name: str, args: argparse.Namespace, workdir: Path) -> dict[str, tuple[float, float]]:
-    from anyio.from_thread import start_blocking_portal
-    from mcp import Client
+# -- the fusions compared -------------------------------------------------------------------------
+Lists = Mapping[str, Sequence[tuple[Hashable, float]]]
 
+
+def _zscores_old(values: Sequence[float]) -> list[float]:
+    n = len(values)
+    mean = sum(values) / n
+    std = (sum((x - mean) ** 2 for x in values) / n) ** 0.5
+    return [0.0 if std <= 1e-12 else (x - mean) / std for x in values]
+
+
+def former_convex(lists: Lists) -> list[Hashable]:
+    """The z-score fusion before #20: a list with one item (or no spread) is flattened to 0."""
+    present = {n: items for n, items in lists.items() if items}
+    weights = {"keyword": 0.4, "vector": 0.6}
+    total = sum(weights[n] for n in present)
+    z, floor, order = {}, {}, {}
+    for name, items in present.items():
+        zs = _zscores_old([s for _, s in items])
+        z[name] = {k: v for (k, _), v in zip(items, zs, strict=True)}
+        floor[name] = min(zs)
+        for key, _ in items:
+            order.setdefault(key, len(order))
+    score = {k: sum(weights[n] / total * z[n].get(k, floor[n]) for n in present) for k in order}
+    return sorted(order, key=lambda k: (-score[k], order[k]))
+
+
+FUSIONS: dict[str, Callable[[Lists], list[Hashable]]] = {
+    "BM25 alone": lambda lists: [k for k, _ in lists.get("keyword", [])],
+    "vector alone": lambda lists: [k for k, _ in lists.get("vector", [])],
+    "RRF k=60": lambda lists: [f.key for f in fusion.rrf({n: [k for k, _ in v] for n, v in lists.items() if v})],
+    "z-score (before #20)": former_convex,
+    "fusion.convex (no context)": lambda lists: [f.key for f in fusion.convex(lists)],
+}
+
+
+# -- running ------------------------------------------------------------------------------------
+def collect(coll: Collection, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    """Store, embed, and read both candidate lists for every query; time the shipped `hybrid`."""
     from vantage_peers.server import create_app
     from vantage_peers.settings import Settings
 
-    docs, queries, qrels = load(args.ir / name)
     settings = Settings.from_env({"VP_EMBEDDINGS": "local", "VP_SCHEDULER": "off"}, dotenv=False).model_copy(
-        update={"db_path": workdir / f"{name}.db", "scheduler": False})
+        update={"db_path": workdir / f"{coll.name}.db", "scheduler": False})
     app = create_app(settings)
-    db, ns = app.db, f"ir/{name}"
-    seq_to_doc: dict[str, str] = {}
+    db = app.db
+    seq_doc: dict[int, str] = {}
 
     def put(c) -> None:
-        for d in docs:
-            text = (d.get("title", "") + "\n" + d["text"]).strip()
-            mid = store.store_memory(c, namespace=ns, type="reference", content=text, created_by="bench")["memoryId"]
-            seq_to_doc[mid] = d["_id"]
+        for doc_id, ns, text in coll.docs:
+            mid = store.store_memory(c, namespace=ns, type="note", content=text, created_by="bench")["memoryId"]
+            seq_doc[c.scalar("SELECT seq FROM memories WHERE id = ?", (mid,))] = doc_id
 
     db.write(put)
+    id_doc = db.read(lambda c: {r["id"]: seq_doc[r["seq"]] for r in c.query("SELECT id, seq FROM memories")})
     embedder = CachingEmbedder(embedder_for(settings), args.cache)
     started = time.perf_counter()
-    while indexer.embed_pending(db, embedder, owner="bench", budget_s=3600)["embedded"]:
+    while indexer.embed_pending(db, embedder, owner="bench", budget_s=3600, batch=256)["embedded"]:
         pass
-    print(f"\n== {name}: {len(docs)} documents, {len(queries)} judged queries; "
-          f"embedded by {embedder.model} in {time.perf_counter() - started:.1f} s ==")
-
-    rankings: dict[str, list[list[str]]] = {"text_search": [], "vector only": [], "recall": []}
-    sweep: dict[str, list[list[str]]] = {}
-    weights = (0.3, 0.4, 0.5, 0.6, 0.7)
-    scope, now = store.scope_of(ns), now_ms()
-    with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(app.mcp)) as client:
-        def tool(tool_name: str, **kw: Any) -> list[str]:
-            res = portal.call(client.call_tool, tool_name, {"namespace": ns, "limit": 100, "fields": "lite", **kw})
-            data = res.structured_content
-            assert not res.is_error and data is not None and not data.get("truncated"), res
-            return [seq_to_doc[h["_id"]] for h in data["items"]]
-
-        for q in queries:
-            rankings["text_search"].append(tool("text_search", query=q["text"]))
-            rankings["recall"].append(tool("recall", query=q["text"]))
-            vec = embedder_for(settings).embed([q["text"]])[0]
-            # Vector only: the shipped KNN, 100 deep (what the fusion sees).
-            semantic = db.read(lambda c, vec=vec, q=q: msearch.hybrid(
-                c, query=q["text"], vector=vec, reason=None, scope=scope, types=None, include_superseded=False,
-                limit=100, now=now, use_keyword=False, fields="lite"))
-            rankings["vector only"].append([seq_to_doc[h["_id"]] for h in semantic["items"]])
-            # The two candidate lists recall fuses, to compare fusions on identical input.
-            kw = db.read(lambda c, q=q: msearch.keyword_hits(c, query=q["text"], scope=scope, types=None,
-                                                             include_superseded=False, now=now, limit=100,
-                                                             mode="or"))
-            vh = db.read(lambda c, vec=vec: msearch.vector_hits(c, vec, scope=scope, types=None,
-                                                                include_superseded=False, now=now, k=100))
-            ids = {r["seq"]: r["id"] for r in kw}
-            ids.update(db.read(lambda c, vh=vh: {r["seq"]: r["id"] for r in c.query(
-                f"SELECT seq, id FROM memories WHERE seq IN ({','.join('?' for _ in vh)})", [s for s, _ in vh])}))
-            kwl = [(r["seq"], -r["rank"]) for r in kw]
-            vl = [(s, 1.0 - d) for s, d in vh]
-            rrf = fusion.rrf({n: [k for k, _ in lst] for n, lst in (("keyword", kwl), ("vector", vl)) if lst})
-            sweep.setdefault("RRF k=60 (former)", []).append([seq_to_doc[ids[f.key]] for f in rrf])
-            for w in weights:
-                fused = fusion.convex({"keyword": kwl, "vector": vl}, weights={"keyword": 1 - w, "vector": w})
-                sweep.setdefault(f"convex z-score w={w}", []).append([seq_to_doc[ids[f.key]] for f in fused])
+    took = time.perf_counter() - started
+    query_embedder = embedder_for(settings)
+    now = now_ms()
+    per_query, latencies = [], []
+    for _qid, ns, text in coll.queries:
+        scope = store.scope_of(ns)
+        t0 = time.perf_counter()
+        vec = query_embedder.embed([text])[0]
+        shipped = db.read(lambda c, vec=vec, text=text, scope=scope: msearch.hybrid(
+            c, query=text, vector=vec, reason=None, scope=scope, types=None, include_superseded=False,
+            limit=10, now=now, fields="lite"))
+        latencies.append((time.perf_counter() - t0) * 1000)
+        kw = db.read(lambda c, text=text, scope=scope: msearch.keyword_hits(
+            c, query=text, scope=scope, types=None, include_superseded=False, now=now, limit=100, mode="or",
+            candidates=True))
+        vh = db.read(lambda c, vec=vec, scope=scope: msearch.vector_hits(
+            c, vec, scope=scope, types=None, include_superseded=False, now=now, k=100))
+        per_query.append({"keyword": [(seq_doc[r["seq"]], -r["rank"]) for r in kw],
+                          "vector": [(seq_doc[s], 1.0 - d) for s, d in vh],
+                          "shipped": [id_doc[h["_id"]] for h in shipped["items"]]})
     app.db.close()
+    return {"lists": per_query, "latency_ms": latencies, "embed_s": took, "model": embedder.model}
 
-    def score(lists: list[list[str]]) -> tuple[float, float]:
-        n = sum(ndcg(r, qrels[q["_id"]]) for r, q in zip(lists, queries, strict=True)) / len(queries)
-        r = sum(recall_at(r, qrels[q["_id"]]) for r, q in zip(lists, queries, strict=True)) / len(queries)
-        return n, r
 
-    out = {}
-    print(f"  {'ranker':<28} {'nDCG@10':>8} {'recall@100':>11}")
-    for label, lists in [*rankings.items(), *sweep.items()]:
-        out[label] = score(lists)
-        print(f"  {label:<28} {out[label][0]:8.3f} {out[label][1]:11.3f}")
+def report(coll: Collection, data: dict[str, Any]) -> dict[str, dict[str, float]]:
+    lat = sorted(data["latency_ms"])
+    p95 = lat[int(0.95 * (len(lat) - 1))] if lat else 0.0
+    print(f"\n== {coll.name}: {len(coll.docs)} memories, {len(coll.queries)} queries; embedded by {data['model']} "
+          f"in {data['embed_s']:.1f} s; recall p50 {statistics.median(lat):.1f} ms, p95 {p95:.1f} ms ==")
+    out: dict[str, dict[str, float]] = {}
+    for label, fuse in FUSIONS.items():
+        ranked = [[str(k) for k in fuse({n: q[n] for n in ("keyword", "vector")})] for q in data["lists"]]
+        out[label] = scores(coll, ranked)
+        print(f"  {label:<26} " + "  ".join(f"{m} {v:.3f}" for m, v in out[label].items()))
+    # What `recall` answers (limit 10: fusion, exact evidence and session context), R@100 not applicable.
+    label = "recall (hybrid, as shipped)"
+    out[label] = {m: v for m, v in scores(coll, [q["shipped"] for q in data["lists"]]).items() if m != "R@100"}
+    print(f"  {label:<26} " + "  ".join(f"{m} {v:.3f}" for m, v in out[label].items()))
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ir", type=Path, default=DEFAULT_IR, help="folder holding the collections")
-    parser.add_argument("--collections", nargs="+", default=["cranfield", "cisi"])
+    parser.add_argument("--collections", nargs="+", default=list(ALL), choices=ALL)
     parser.add_argument("--cache", type=Path, default=None, help="keep document vectors here between runs")
+    parser.add_argument("--max-queries", type=int, default=0, help="evaluate only the first N queries (0 = all)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.collections:
-            run(name, args, Path(tmp))
+            coll = load(name, args.ir)
+            if args.max_queries:
+                coll.queries = coll.queries[: args.max_queries]
+            report(coll, collect(coll, args, Path(tmp)))
 
 
 if __name__ == "__main__":

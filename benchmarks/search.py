@@ -32,10 +32,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from vantage_peers.db import Database, migrate  # noqa: E402
-from vantage_peers.domains.memory import indexer, store  # noqa: E402
+from vantage_peers.domains.memory import (  # noqa: E402
+    indexer,
+    store,
+    vectors,  # noqa: E402
+)
 from vantage_peers.domains.memory import search as msearch  # noqa: E402
 from vantage_peers.ids import now_ms  # noqa: E402
-from vantage_peers.search import ann, vectors  # noqa: E402
+from vantage_peers.search import ann  # noqa: E402
 
 TYPES = ["fact", "decision", "note", "procedure", "architecture", "feedback"]
 SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "ta", "vo", "shi", "zen", "pa", "do", "gu", "bex", "qui", "fa", "yo"]

@@ -8,8 +8,8 @@ import random
 import pytest
 
 from vantage_peers.db import Database
-from vantage_peers.domains.memory import store
-from vantage_peers.search import ann, vectors
+from vantage_peers.domains.memory import store, vectors
+from vantage_peers.search import ann
 
 DIMS = 256
 

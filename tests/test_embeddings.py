@@ -15,9 +15,8 @@ from support.memory_helpers import (
     run_embeddings,
 )
 
-from vantage_peers.domains.memory import indexer, maintenance
+from vantage_peers.domains.memory import indexer, maintenance, vectors
 from vantage_peers.domains.memory.services import services
-from vantage_peers.search import vectors
 from vantage_peers.server import create_app
 
 

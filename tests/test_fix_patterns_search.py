@@ -10,9 +10,8 @@ from support.fix_patterns_helpers import create
 from support.memory_helpers import DIMS, MODEL, embedding_settings, run_embeddings
 
 from vantage_peers.domains.fix_patterns.embedding import VEC
-from vantage_peers.domains.memory import maintenance
+from vantage_peers.domains.memory import maintenance, vectors
 from vantage_peers.domains.memory.services import services
-from vantage_peers.search import vectors
 from vantage_peers.server import create_app
 
 # The fake embedder maps synonyms to one concept: "database" ~ "datastore", "release" ~ "rollout".
@@ -135,10 +134,10 @@ def test_one_job_embeds_memories_and_fix_patterns_and_reindex_covers_both(eapp, 
         with open_tools(changed) as tools:
             found = tools.call("search_fix_patterns", query=QUERY)
             assert found["mode"] == "keyword" and "reindex" in found["reason"]
-            checks = {label: status for status, label, _ in maintenance.doctor_checks(changed.settings, changed.db)}
+            checks = {label: status for status, label, _ in maintenance.doctor_checks(changed.settings, changed.db, changed.corpora)}
             assert checks["embedding model"] == "FAIL"
             err = io.StringIO()
-            assert maintenance.reindex(changed.settings, changed.db, err=err) == 0
+            assert maintenance.reindex(changed.settings, changed.db, corpora=changed.corpora, err=err) == 0
             assert "5/5 100%" in err.getvalue()
             assert changed.db.read(vectors.recorded).model == "fake-embed-2"
             assert changed.db.read(lambda c: vectors.count(c, VEC)) == 4 and changed.db.read(vectors.count) == 1
@@ -152,7 +151,7 @@ def test_queue_health_names_fix_patterns(eapp, etools, server):
     server.mode = "503"
     result = run_embeddings(eapp)
     assert result["failed"] == 4 and "503" in result["error"]
-    checks = {label: (status, detail) for status, label, detail in maintenance.doctor_checks(eapp.settings, eapp.db)}
+    checks = {label: (status, detail) for status, label, detail in maintenance.doctor_checks(eapp.settings, eapp.db, eapp.corpora)}
     status, detail = checks["embedding queue"]
     assert status == "WARN" and "4 fix patterns waiting" in detail and "503" in detail
 

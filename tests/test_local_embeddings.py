@@ -16,9 +16,9 @@ import textwrap
 import pytest
 from conftest import make_settings, open_tools
 
-from vantage_peers.domains.memory import indexer, maintenance
+from vantage_peers.domains.memory import indexer, maintenance, vectors
 from vantage_peers.domains.memory.services import services
-from vantage_peers.search import local, vectors
+from vantage_peers.search import local
 from vantage_peers.search.embeddings import EmbeddingError, decode_response, embedder_for
 from vantage_peers.server import create_app
 from vantage_peers.settings import Settings

@@ -88,7 +88,9 @@ def test_lite_fields_fit_100_hits_in_one_envelope(tools):
     lite = tools.call("recall", query="incident postmortem", limit=100, fields="lite")
     assert "truncated" not in lite and set(ids(lite)) == made
     item = lite["items"][0]
-    assert set(item) == {"_id", "namespace", "type", "score", "snippet", "preview"}
+    assert set(item) == {"_id", "namespace", "type", "score", "snippet", "preview",
+                         "matchedBy", "matchedTerms", "date"}  # #20: hits explain themselves
+    assert item["matchedBy"] == ["keyword"] and item["matchedTerms"] == ["incident", "postmortem"]
     assert len(item["preview"]) == 161 and item["preview"].endswith("…")
     assert len(tools.call("text_search", query="postmortem", limit=100, fields="lite")["items"]) == 100
     assert "INVALID_ARGUMENT" in tools.error("recall", query="x", fields="tiny") or "fields" in tools.error(
@@ -182,5 +184,6 @@ def test_lite_fields_on_episode_and_fix_pattern_searches(tools):
                outcome="restored", insight="canary first", severity="high", createdBy="t")
     for tool in ("search_episodes_by_keyword", "search_episodes_by_semantic"):
         hits = tools.call(tool, query="outage", fields="lite")["items"]
-        assert len(hits) == 1 and set(hits[0]) <= {"_id", "namespace", "type", "score", "snippet", "preview"}
+        assert len(hits) == 1 and set(hits[0]) <= {"_id", "namespace", "type", "score", "snippet", "preview",
+                                                   "matchedBy", "matchedTerms", "date"}
         assert hits[0]["type"] == "episode" and "Context: prod outage" in hits[0]["preview"]

@@ -58,6 +58,7 @@ class App:
         self.job_schedules: dict[str, dict[str, Any]] = {}  # name -> {every_seconds, cron}; absent = every tick
         self.scheduler: Any = None  # the Scheduler running this app's jobs, if any
         self.before_call_hooks: list[Callable[[str, dict[str, Any]], dict[str, Any] | None]] = []
+        self.corpora: list[Any] = []  # embedded corpora (search.corpus.Corpus) the domains register
         self.routes: list[Any] = []
         self.server_hooks: list[Callable[[MCPServer], None]] = []
         self.result_hooks: dict[str, list[Callable[[Any], Any]]] = {}
@@ -145,6 +146,10 @@ class App:
 
     def before_call(self, fn: Callable[[str, dict[str, Any]], dict[str, Any] | None]) -> None:
         self.before_call_hooks.append(fn)
+
+    def add_corpus(self, corpus: Any) -> None:
+        """An embedded corpus (search.corpus.Corpus) served by the embedding worker, reindex and doctor."""
+        self.corpora.append(corpus)
 
     def add_route(self, route: Any) -> None:
         self.routes.append(route)

@@ -41,21 +41,23 @@ def _run_stdio() -> int:
     finally:
         if scheduler is not None:
             scheduler.stop()
+            # #20: a short-lived process embeds what it wrote (bounded, ~2 s) before it exits.
+            from .domains.memory.exit_flush import embed_before_exit
+
+            embed_before_exit(app)
         app.db.close()
     return 0
 
 
 def _reindex() -> int:
-    from .db import open_database
     from .domains.memory.maintenance import reindex
-    from .settings import Settings
+    from .server import create_app
 
-    settings = Settings.from_env()
-    db = open_database(settings)
+    app = create_app()  # #20: the corpora to re-embed are those the domains register on the app
     try:
-        return reindex(settings, db)
+        return reindex(app.settings, app.db, corpora=app.corpora)
     finally:
-        db.close()
+        app.db.close()
 
 
 def command(sub, name: str, summary: str, *, example: str, settings: str = "") -> argparse.ArgumentParser:

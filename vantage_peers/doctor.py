@@ -179,7 +179,7 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
     try:
         from .domains.memory.maintenance import doctor_checks
 
-        for status, label, detail in doctor_checks(settings, db):
+        for status, label, detail in doctor_checks(settings, db, _corpora(settings)):
             if status == "FAIL":
                 fail(label, detail)
             else:
@@ -223,3 +223,13 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
     out.write("all checks passed\n" if failures == 0 else f"{failures} check(s) failed\n")
     return 0 if failures == 0 else 1
 
+
+def _corpora(settings: Settings) -> list[object]:
+    """#20: the embedded corpora, as the domains register them on an app (search/ knows no domain)."""
+    from .server import create_app
+
+    app = create_app(settings)
+    try:
+        return list(app.corpora)
+    finally:
+        app.db.close()

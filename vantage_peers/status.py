@@ -58,12 +58,14 @@ def collect(app: Any) -> dict[str, Any]:
                      "runCount": state.get("runCount", 0)})
     from .db.fileguard import stale_holders  # servers still holding a deleted or replaced file (#19)
     from .domains.leases import store as leases  # leases (#22): claims, path reservations, slots in force
+    from .domains.memory import indexer
 
     held = app.db.read(lambda c: leases.overview(c, now=now))
     stale = [{"pid": pid, "holds": what} for pid, what in stale_holders(app.settings.db_path)]
+    backlog = app.db.read(lambda c: indexer.pending(c, app.corpora))  # rows waiting for a vector (#20)
     return {"database": str(app.settings.db_path), "staleHolders": stale, "now": now, "peers": peers, "unread": unread,
             "openTasks": open_tasks, "jobs": jobs, "tickSeconds": app.settings.tick_seconds,
-            "recurring": overview["recurring"], "leases": held}
+            "recurring": overview["recurring"], "leases": held, "embeddingBacklog": backlog}
 
 
 def _ago(now: int, then: int | None) -> str:
@@ -124,6 +126,11 @@ def render(data: dict[str, Any]) -> str:
         out.append(f"  {j['name']:<32} {cadence:<20} {last}{running}")
     if not data["jobs"]:
         out.append("  (none registered)")
+    backlog = data.get("embeddingBacklog") or {}
+    waiting = ", ".join(f"{n} {name}" for name, n in backlog.get("byCorpus", {}).items())
+    out += ["", f"embedding backlog: {backlog.get('pending', 0)} waiting" + (f" ({waiting})" if waiting else "")]
+    if backlog.get("maxAttempts"):
+        out.append(f"  up to {backlog['maxAttempts']} failed attempts; last error: {backlog.get('lastError')}")
     rec = data.get("recurring") or {}
     out += ["", f"recurring tasks: {rec.get('active', 0)} active, {rec.get('paused', 0)} paused; next due:"]
     for t in rec.get("nextDue", []):

@@ -65,6 +65,9 @@ class FakeEmbeddingServer:
         # model's token limit (a byte-level BPE token covers at least one byte).
         self.max_input_bytes: int | None = None
         self.delay = 0.0  # seconds to wait before answering (a hung endpoint)
+        # Answer an all-zero vector for inputs containing this text (what some OpenAI-compatible
+        # servers return for `(((` or an empty-ish string).
+        self.zero_on: str | None = None
         self.calls = 0
         self.inputs: list[str] = []
         self.auth_failures = 0
@@ -109,6 +112,8 @@ class FakeEmbeddingServer:
         data = []
         for i, text in enumerate(inputs):
             vec = embed_text(str(text), dims)
+            if self.zero_on is not None and self.zero_on in str(text):
+                vec = [0.0] * dims
             if body.get("encoding_format") == "base64":
                 emb: Any = base64.b64encode(struct.pack(f"<{dims}f", *vec)).decode()
             else:
@@ -168,7 +173,7 @@ def run_embeddings(app, **kwargs: Any) -> dict[str, Any]:
         from vantage_peers.domains.memory.services import services
 
         svc = services(app)
-        return indexer.embed_pending(app.db, svc.embedder, owner=svc.owner, **kwargs)
+        return indexer.embed_pending(app.db, svc.embedder, owner=svc.owner, corpora=app.corpora, **kwargs)
     return fn()
 
 

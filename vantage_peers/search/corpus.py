@@ -3,19 +3,15 @@
 Every corpus has the same kind of job queue — a table with `seq`, a unique key column pointing at
 the source row (ON DELETE CASCADE), `attempts`, `nextAttemptAt`, `leaseOwner`, `leaseUntil`,
 `lastError`, `createdAt`, filled by triggers on the source table in the write's own transaction —
-and its own vec0 table (`VecTable`). The worker in `domains/memory/indexer.py` serves them all in
-one scheduler job; `vantage-peers reindex` and `doctor` cover them all.
+and its own vec0 table (`VecTable`). The embedding worker (memory domain) serves them all
+in one scheduler job; `vantage-peers reindex` and `doctor` cover them all.
 
-Memories are the built-in corpus. Any other domain declares one as `CORPUS` in a module
-`vantage_peers.domains.<name>.embedding`, found the way tools modules are.
+A domain registers its corpus from its `register(app)` with `app.add_corpus(corpus)`; the worker,
+`reindex` and `doctor` take the corpora from the app (`app.corpora`). This package knows no domain.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
-import importlib.util
-import pkgutil
 from dataclasses import dataclass
 
 from .vectors import VecTable
@@ -30,18 +26,3 @@ class Corpus:
     key: str  # its column holding the source row's seq
     vec: VecTable
     meta_sql: tuple[str, ...]  # SQL expressions over a source row, in `vec.columns` order
-
-
-@functools.cache
-def discovered() -> tuple[Corpus, ...]:
-    """`CORPUS` of every `vantage_peers.domains.<name>.embedding` module, by domain name (scanned once)."""
-    from .. import domains
-
-    found: list[Corpus] = []
-    for info in sorted(pkgutil.iter_modules(domains.__path__), key=lambda i: i.name):
-        module_name = f"{domains.__name__}.{info.name}.embedding"
-        if info.ispkg and importlib.util.find_spec(module_name) is not None:
-            corpus = getattr(importlib.import_module(module_name), "CORPUS", None)
-            if isinstance(corpus, Corpus):
-                found.append(corpus)
-    return tuple(found)

@@ -20,6 +20,10 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from .embedding_error import EmbeddingError
+
+__all__ = ["EmbeddingError", "Embedder", "embedder_for"]
+
 # text-embedding-3-* accept 8,191 tokens. Without a tokenizer we estimate: ASCII prose and code run
 # ≈3 characters per token at worst, while any other character (accents, CJK, emoji) may cost up to
 # one token per UTF-8 byte (a byte-level BPE token always covers at least one byte).
@@ -34,14 +38,6 @@ BATCH_TIMEOUT_S = 30.0  # spec §27.9: an embedding call times out after 30,000 
 PER_ITEM_STATUSES = frozenset({400, 413, 422})
 # A key is mandatory for the openai client; keyless local servers (Ollama, LM Studio) ignore it.
 KEYLESS_PLACEHOLDER = "unused"
-
-
-class EmbeddingError(Exception):
-    """The endpoint could not embed; `status` is the HTTP status when there was one."""
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class Embedder(Protocol):

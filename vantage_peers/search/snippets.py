@@ -135,11 +135,15 @@ class Highlighter:
         return head + body + tail
 
 
-def add_snippets(rows: Iterable[dict[str, Any]], match: str, columns: str | Sequence[str]) -> None:
-    """Set `row["snippet"]` from the first of `columns` holding a query term (else the first non-empty one)."""
+def add_snippets(rows: Iterable[dict[str, Any]], match: str, columns: str | Sequence[str], *,
+                 terms: bool = False) -> None:
+    """Set `row["snippet"]` from the first of `columns` holding a query term (else the first non-empty one);
+    with `terms`, also `row["matchedTerms"]`: the query terms found there (folded, first seen first)."""
     cols = [columns] if isinstance(columns, str) else list(columns)
     hl = Highlighter(words_of(match))
     for row in rows:
         texts = [row[c] for c in cols if isinstance(row.get(c), str) and row[c]]
         chosen = next((t for t in texts if hl.first_hit(t) is not None), texts[0] if texts else None)
         row["snippet"] = hl.snippet(chosen)
+        if terms:
+            row["matchedTerms"] = list(dict.fromkeys(t for _, t in hl.hits(chosen))) if chosen else []

@@ -12,7 +12,7 @@ from ...ids import now_ms
 from ...validators import MAX_CONTENT_BYTES, require_query, text, text_list
 from ..memory.services import services
 from . import search, store
-from .embedding import VEC
+from .embedding import CORPUS, VEC
 
 Severity = Literal["critical", "major", "minor"]
 MAX_SYMPTOM_BYTES = 65_536
@@ -30,7 +30,8 @@ def _name(value: Any, field: str, *, required: bool = True) -> str | None:
 def register(app: App) -> None:
     db = app.db
     svc = services(app)  # the memory search's embedder, query cache and breaker, shared
-    # Embedding jobs need no job of their own: the `embeddings` job serves every corpus.
+    # Embedding jobs need no job of their own: the `embeddings` job serves every registered corpus.
+    app.add_corpus(CORPUS)
 
     @app.tool("write", identity="createdBy", idempotent=True)
     def create_fix_pattern(

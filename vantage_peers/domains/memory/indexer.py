@@ -1,7 +1,7 @@
 """The embedding worker: turns queued embedding jobs into vectors, in batches, off the write path.
 
-It serves every corpus (search/corpus.py): memories (`embeddingJobs`, `memories_vec`) and each
-domain's declared one (fix patterns), taking a batch from each in turn.
+It serves every corpus the app registered (`app.add_corpus`, search/corpus.py): memories
+(`embeddingJobs`, `memories_vec`) and fix patterns, taking a batch from each in turn.
 1. Claim up to `batch` due jobs with a lease, decided in one UPDATE (processes never share a job).
 2. Embed their texts over the network, outside any transaction.
 3. Success: in one transaction, write the vectors and delete the jobs still leased by us (a job
@@ -24,7 +24,7 @@ from typing import Any
 from ...db import Connection, Database
 from ...ids import now_ms
 from ...search import vectors
-from ...search.corpus import Corpus, discovered
+from ...search.corpus import Corpus
 from ...search.embeddings import (
     BATCH_TIMEOUT_S,
     PER_ITEM_STATUSES,
@@ -33,6 +33,7 @@ from ...search.embeddings import (
     EmbeddingError,
     shorten,
 )
+from .vectors import MEMORIES as MEMORY_VECTORS
 
 log = logging.getLogger("vantage_peers.embeddings")
 
@@ -44,14 +45,14 @@ BUDGET_S = 20.0  # one scheduler tick spends at most this long embedding
 
 MEMORIES = Corpus(
     name="memories", source="memories", text_sql="content", jobs="embeddingJobs", key="memorySeq",
-    vec=vectors.MEMORIES,
+    vec=MEMORY_VECTORS,
     meta_sql=("namespace", "type", "isLatest", f"coalesce(expiresAt, {vectors.NO_EXPIRY})"),
 )
 
 
-def corpora() -> list[Corpus]:
-    """Every embedded corpus: memories first, then those other domains declare."""
-    return [MEMORIES, *discovered()]
+def corpora_of(corpora: Sequence[Corpus] | None) -> list[Corpus]:
+    """The corpora to serve: those an app registered (`app.corpora`), memories first; else the memories alone."""
+    return sorted(corpora, key=lambda c: c is not MEMORIES) if corpora is not None else [MEMORIES]
 
 
 def backoff_ms(attempts: int) -> int:
@@ -87,7 +88,13 @@ def _store(conn: Connection, *, corpus: Corpus, owner: str, model: str, pairs: l
     cols = ", ".join(f"{expr} AS c{i}" for i, expr in enumerate(corpus.meta_sql))
     meta = {r["seq"]: tuple(r[f"c{i}"] for i in range(len(corpus.meta_sql))) for r in conn.query(
         f"SELECT seq, {cols} FROM {corpus.source} WHERE seq IN ({','.join('?' for _ in held)})", list(held))}
-    vectors.replace(conn, corpus.vec, [(seq, meta[seq], vec) for seq, vec in pairs if seq in meta])
+    # A zero or non-finite vector (an endpoint's answer to an empty-ish text) is not stored: its cosine
+    # distance is undefined. The row stays findable by keyword; its job is done (a retry gives the same).
+    usable = [(seq, meta[seq], vec) for seq, vec in pairs if seq in meta and not vectors.unusable(vec)]
+    if len(usable) < len(held):
+        log.warning("%d %s without a usable vector (zero or non-finite): keyword search only",
+                    len(held) - len(usable), corpus.name)
+    vectors.replace(conn, corpus.vec, usable)
     return len(held)
 
 
@@ -139,10 +146,10 @@ def embed_pending(
     batch: int = BATCH,
     budget_s: float = BUDGET_S,
     on_progress: Callable[[int], None] | None = None,
-    only: Sequence[Corpus] | None = None,
+    corpora: Sequence[Corpus] | None = None,
 ) -> dict[str, Any]:
-    """Embed due jobs of every corpus (or `only` these), a batch of each in turn, until none are
-    due, the endpoint fails, or the time budget is spent."""
+    """Embed due jobs of every corpus in `corpora` (the app's; default the memories), a batch of each
+    in turn, until none are due, the endpoint fails, or the time budget is spent."""
     clock = now or now_ms
     result: dict[str, Any] = {"embedded": 0, "failed": 0}
     if embedder is None:
@@ -154,7 +161,7 @@ def embed_pending(
         result["skipped"] = problem
         return result
     started = time.monotonic()
-    active = list(only if only is not None else corpora())
+    active = corpora_of(corpora)
     while active and time.monotonic() - started < budget_s:
         for corpus in list(active):
             jobs = db.write(lambda c, corpus=corpus: claim(c, owner=owner, now=clock(), limit=batch, corpus=corpus))
@@ -173,10 +180,10 @@ def embed_pending(
     return result
 
 
-def pending(conn: Connection) -> dict[str, Any]:
+def pending(conn: Connection, corpora: Sequence[Corpus] | None = None) -> dict[str, Any]:
     """Queue health over every corpus: `pending` in total and `byCorpus`, worst attempts, last error."""
     out: dict[str, Any] = {"pending": 0, "byCorpus": {}}
-    for corpus in corpora():
+    for corpus in corpora_of(corpora):
         row = conn.one(f"SELECT count(*) AS n, max(attempts) AS worst, min(createdAt) AS oldest FROM {corpus.jobs}")
         if not row or not row["n"]:
             continue
@@ -190,15 +197,15 @@ def pending(conn: Connection) -> dict[str, Any]:
     return out
 
 
-def retry_now(conn: Connection) -> None:
+def retry_now(conn: Connection, corpora: Sequence[Corpus] | None = None) -> None:
     """Make every unleased job due now (reindex: a person is waiting, skip the background backoff)."""
-    for corpus in corpora():
+    for corpus in corpora_of(corpora):
         conn.execute(f"UPDATE {corpus.jobs} SET nextAttemptAt = 0 WHERE leaseOwner IS NULL")
 
 
-def reset_all(conn: Connection) -> int:
+def reset_all(conn: Connection, corpora: Sequence[Corpus] | None = None) -> int:
     """Forget every vector and queue every row of every corpus for embedding (what `reindex` starts with)."""
-    everything = corpora()
+    everything = corpora_of(corpora)
     vectors.drop(conn, [c.vec for c in everything])
     now = now_ms()
     total = 0

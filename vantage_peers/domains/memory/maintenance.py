@@ -5,23 +5,24 @@ from __future__ import annotations
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from ...db import Database
-from ...search import vectors
+from ...search.corpus import Corpus
 from ...search.embeddings import EmbeddingError, embedder_for
-from . import indexer
+from . import indexer, vectors
 
 PROBE_TIMEOUT_S = 10.0
 
 
-def doctor_checks(settings: Any, db: Database) -> list[tuple[str, str, str]]:
-    """(status, label, detail) lines: recorded vs configured model, endpoint reachable, queue health."""
+def doctor_checks(settings: Any, db: Database, corpora: Sequence[Corpus] | None = None) -> list[tuple[str, str, str]]:
+    """(status, label, detail) lines: recorded vs configured model, endpoint reachable, queue health,
+    over `corpora` (the app's `app.corpora`; default the memories alone)."""
     out: list[tuple[str, str, str]] = []
     embedder = embedder_for(settings)
     rec = db.read(vectors.recorded)
-    counts = {c.name: db.read(lambda conn, c=c: vectors.count(conn, c.vec)) for c in indexer.corpora()}
+    counts = {c.name: db.read(lambda conn, c=c: vectors.count(conn, c.vec)) for c in indexer.corpora_of(corpora)}
     detail = ", ".join(f"{n} {name}" for name, n in counts.items() if n)
     split = f": {detail}" if sum(1 for n in counts.values() if n) > 1 else ""
     on_file = f"{rec.model} ({rec.dimensions} dims, {sum(counts.values())} vectors{split})" if rec else "none yet"
@@ -47,7 +48,7 @@ def doctor_checks(settings: Any, db: Database) -> list[tuple[str, str, str]]:
         except EmbeddingError as exc:
             where = "bundled model" if local else settings.openai_base_url or "api.openai.com"
             out.append(("FAIL", label, f"{where}: {exc}"))
-    queue = db.read(indexer.pending)
+    queue = db.read(lambda c: indexer.pending(c, corpora))
     if queue["pending"] and embedder is not None:
         detail = ", ".join(f"{n} {name}" for name, n in queue["byCorpus"].items()) + " waiting to be embedded"
         if queue.get("maxAttempts"):
@@ -56,7 +57,7 @@ def doctor_checks(settings: Any, db: Database) -> list[tuple[str, str, str]]:
     return out
 
 
-def reindex(settings: Any, db: Database, *, err: TextIO | None = None, max_failures: int = 5,
+def reindex(settings: Any, db: Database, *, corpora: Sequence[Corpus] | None = None, err: TextIO | None = None, max_failures: int = 5,
             pause: Callable[[float], None] = time.sleep) -> int:
     """Drop every vector, queue every memory and fix pattern (every corpus) and embed them all now,
     with a progress bar on `err`.
@@ -70,7 +71,7 @@ def reindex(settings: Any, db: Database, *, err: TextIO | None = None, max_failu
         err.write("vantage-peers reindex: embeddings are off (VP_EMBEDDINGS=none); unset it for the local model, "
                   "or set OPENAI_API_KEY / OPENAI_BASE_URL first\n")
         return 2
-    total = db.write(indexer.reset_all)
+    total = db.write(lambda c: indexer.reset_all(c, corpora))
     owner = f"reindex-{uuid.uuid4().hex[:8]}"
     done, failures = 0, 0
 
@@ -88,7 +89,7 @@ def reindex(settings: Any, db: Database, *, err: TextIO | None = None, max_failu
 
     bar()
     while done < total:
-        result = indexer.embed_pending(db, embedder, owner=owner, budget_s=3600, on_progress=progress)
+        result = indexer.embed_pending(db, embedder, owner=owner, budget_s=3600, on_progress=progress, corpora=corpora)
         if result.get("skipped"):
             err.write(f"\nvantage-peers reindex: {result['skipped']}\n")
             return 1
@@ -100,11 +101,11 @@ def reindex(settings: Any, db: Database, *, err: TextIO | None = None, max_failu
                 return 1
             pause(min(2**failures, 30))
             # A person is waiting: retry now rather than after the background backoff.
-            db.write(indexer.retry_now)
+            db.write(lambda c: indexer.retry_now(c, corpora))
         elif result["embedded"] == 0:
             break  # what is left is leased by a server process, or refused item by item
     err.write("\n")
-    left = db.read(indexer.pending)["pending"]
+    left = db.read(lambda c: indexer.pending(c, corpora))["pending"]
     if left:
         err.write(f"vantage-peers reindex: {left} rows are not embedded yet (see `vantage-peers doctor`)\n")
         return 1

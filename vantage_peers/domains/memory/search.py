@@ -15,17 +15,19 @@ transaction); `vector=None` means keyword mode, with the reason reported.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from ...db import Connection, Row
 from ...envelope import cut
-from ...search import vectors
 from ...search.fts import MAX_TOKENS, fts_query, query_tokens, ranked
 from ...search.fusion import convex, fused_docs
 from ...search.keyword import keyword_rows
 from ...search.snippets import add_snippets as snippets_for
-from ...search.vectors import Scope
+from . import vectors
+from .context import context_bonus
 from .store import LIVE, PREVIEW_CHARS, memory_doc, scope_sql
+from .vectors import Scope
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 200
@@ -33,7 +35,8 @@ Shape = Callable[[Row], dict[str, Any]]
 
 
 DEPTH = 100  # candidates per ranker: fewer loses recall@100 on shared/ir/, more buys nothing
-LITE_KEYS = ("_id", "namespace", "type", "score", "snippet", "preview")
+# `matchedBy`, `matchedTerms`, `date` (#20): a hit explains itself, in lite too (additive keys).
+LITE_KEYS = ("_id", "namespace", "type", "score", "snippet", "preview", "matchedBy", "matchedTerms", "date")
 
 
 def depth_for(limit: int) -> int:
@@ -94,7 +97,7 @@ def keyword_hits(conn: Connection, *, query: str, scope: Scope | None, types: Se
     rows = keyword_rows(conn, fts="memories_fts", table="memories", match=match, where=where, params=params,
                         limit=limit, weights=(1.0, 0.0), columns=columns)
     if not candidates:
-        snippets_for(rows, match, "content")  # bounded cost in Python (search/snippets.py), not FTS5 snippet()
+        snippets_for(rows, match, "content", terms=True)  # bounded cost in Python (search/snippets.py), not FTS5 snippet()
     return rows
 
 
@@ -108,10 +111,29 @@ def add_snippets(conn: Connection, rows: dict[int, Row], seqs: Sequence[int], *,
         return
     for seq in wanted:
         rows[seq] = dict(rows[seq])
-    snippets_for([rows[seq] for seq in wanted], match, "content")
+    snippets_for([rows[seq] for seq in wanted], match, "content", terms=True)
+
+
+def iso_date(ms: Any) -> str | None:
+    """Epoch milliseconds as an ISO 8601 UTC timestamp (what `date` shows on a hit)."""
+    if not isinstance(ms, int) or isinstance(ms, bool):
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def explain(items: list[dict[str, Any]], *, keyword_only: bool = False) -> None:
+    """Additive fields saying why each hit is here: `date` (when it was stored), and for keyword
+    search `matchedBy: ["keyword"]` (hybrid hits carry `matchedBy` and `ranks` from the fusion)."""
+    for item in items:
+        when = iso_date(item.get("_creationTime"))
+        if when is not None:
+            item["date"] = when
+        if keyword_only:
+            item.setdefault("matchedBy", ["keyword"])
 
 
 def _finish(items: list[dict[str, Any]], envelope: dict[str, Any], fields: str = "full") -> dict[str, Any]:
+    explain(items, keyword_only=envelope.get("mode") == "keyword" and "reason" not in envelope)
     if fields == "lite":
         items = lite(items)
     if query_tokens(envelope.pop("_query", "")) > MAX_TOKENS:
@@ -170,7 +192,9 @@ def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
         lists["keyword"] = [(seq, -rank) for seq, rank in kw_ranks.items()]
     if distances:
         lists["vector"] = [(seq, 1.0 - dist) for seq, dist in distances.items()]
-    fused = convex(lists)
+    # Context (#20): a candidate borrows from an adjacent memory of the same session (context.py).
+    # Only when both rankers answered: keyword mode keeps BM25 order, semantic mode cosine order.
+    fused = convex(lists, adjust=(lambda scores: context_bonus(conn, scores)) if len(lists) == 2 else None)
     where, params = _filters(scope, types, include_superseded, now)
     # Whole rows (and snippets) only for the head of the fused list; a key whose row is gone
     # (deleted since it was ranked) is skipped, so read a margin beyond `limit`.

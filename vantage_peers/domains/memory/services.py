@@ -16,8 +16,8 @@ import uuid
 from collections import OrderedDict
 from typing import Any
 
-from ...search import vectors
 from ...search.embeddings import Embedder, EmbeddingError, embedder_for
+from . import vectors
 
 QUERY_TIMEOUT_S = 3.0
 COOLDOWN_S = 30.0
@@ -64,6 +64,9 @@ class MemoryServices:
                 self._down_until = time.monotonic() + COOLDOWN_S
                 self._down_reason = str(exc)
             return None, f"embedding endpoint unavailable ({exc})"
+        bad = vectors.unusable(vector)
+        if bad:  # e.g. an all-zero vector for `(((`: cosine is undefined, answer from BM25 and say why
+            return None, f"{bad} for this query (cosine similarity is undefined); keyword results only"
         recorded = db.read(vectors.recorded)
         if recorded is not None and len(vector) != recorded.dimensions:
             return None, (f"the endpoint returns {len(vector)}-dimensional vectors but the file holds "

@@ -55,7 +55,8 @@ def register(app: App) -> None:
     db = app.db
     svc = services(app)
     app.add_record("memory", row_loader("memories", "id", {"creator": "createdBy"}, namespace="namespace"))
-    app.add_job("embeddings", lambda: indexer.embed_pending(db, svc.embedder, owner=svc.owner))
+    app.add_corpus(indexer.MEMORIES)
+    app.add_job("embeddings", lambda: indexer.embed_pending(db, svc.embedder, owner=svc.owner, corpora=app.corpora))
     app.add_job("memory-expiry", lambda: db.write(lambda c: store.purge_expired(c)))
 
     def run_search(query: Any, namespace: str | None, type_: Any, limit: int | None, include: bool | None,

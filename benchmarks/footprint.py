@@ -1,0 +1,115 @@
+"""Memory footprint and indexing throughput of one server process, embeddings off and local.
+
+    uv run python benchmarks/footprint.py                 # both configurations
+    uv run python benchmarks/footprint.py --writes 1000 --recalls 100 --modes local
+
+Each configuration runs in a fresh interpreter (RSS is per process) that builds the app the way
+the server does (`create_app`, scheduler off so the steps are explicit), then prints VmRSS:
+  after load         the app built, tools registered (the model is not loaded yet: off the start-up path)
+  after N writes     N short memories stored through the MCP tool and, with embeddings on, embedded by
+                     the embedding worker (`indexer.embed_pending`, what the scheduler runs)
+  after M recalls    M `recall` calls through the MCP tool (query embedding + fusion)
+and the indexing throughput (memories/s of the embedding worker on those N short texts), plus the
+peak (VmHWM). Figures depend on the machine; they are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+WORDS = ["deploy", "cache", "index", "token", "budget", "lease", "shard", "window", "retry", "ledger", "cursor", "quota", "anchor", "epoch", "marker", "offset", "sweep", "billing", "login", "search", "backup", "theme", "digest", "webhook", "importer", "audit", "limiter", "flow"]
+
+
+def rss_mb(field: str = "VmRSS") -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def child(mode: str, writes: int, recalls: int, db_path: str) -> dict[str, float]:
+    import random
+
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "tests"))
+    from conftest import open_tools
+
+    from vantage_peers.domains.memory import indexer
+    from vantage_peers.domains.memory.services import services
+    from vantage_peers.server import create_app
+    from vantage_peers.settings import Settings
+
+    settings = Settings.from_env({"VP_EMBEDDINGS": mode, "VP_SCHEDULER": "off"}, dotenv=False).model_copy(
+        update={"db_path": Path(db_path), "scheduler": False})
+    out: dict[str, float] = {}
+    app = create_app(settings)
+    out["after load"] = rss_mb()
+    rng = random.Random(7)
+    with open_tools(app) as tools:
+        for i in range(writes):
+            text = f"{rng.choice(['Ana', 'Bo', 'Chen'])}: " + " ".join(rng.choice(WORDS) for _ in range(12)) + f" #{i}"
+            tools.call("store_memory", namespace="bench/footprint", type="note", content=text, createdBy="bench")
+        if mode != "none":
+            svc = services(app)
+            started = time.perf_counter()
+            done = 0
+            while True:
+                n = indexer.embed_pending(app.db, svc.embedder, owner="bench", budget_s=3600,
+                                          corpora=app.corpora)["embedded"]
+                if not n:
+                    break
+                done += n
+            took = time.perf_counter() - started
+            out["indexing memories/s"] = done / took if took else 0.0
+        out[f"after {writes} writes"] = rss_mb()
+        out["  anonymous (private) "] = rss_mb("RssAnon")
+        out["  file-backed (shared libs) "] = rss_mb("RssFile")
+        for i in range(recalls):
+            tools.call("recall", query=" ".join(rng.choice(WORDS) for _ in range(4)) + f" {i}", limit=10)
+        out[f"after {recalls} recalls"] = rss_mb()
+        out["  anonymous (private)"] = rss_mb("RssAnon")
+        out["  file-backed (shared libs)"] = rss_mb("RssFile")
+        if mode == "local":  # what an idle agent's server holds once the model is dropped (local.IDLE_UNLOAD_S)
+            from vantage_peers.search import local
+
+            model = local.local_embedder()
+            model.idle_unload_s = 0.0
+            model._unload_if_idle()
+            out["after idle unload"] = rss_mb()
+    out["peak (VmHWM)"] = rss_mb("VmHWM")
+    app.db.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--writes", type=int, default=1000)
+    parser.add_argument("--recalls", type=int, default=100)
+    parser.add_argument("--modes", nargs="+", default=["none", "local"], choices=["none", "local"])
+    parser.add_argument("--child", nargs=2, metavar=("MODE", "DB"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child[0], args.writes, args.recalls, args.child[1])))
+        return
+    for mode in args.modes:
+        with tempfile.TemporaryDirectory() as tmp:
+            proc = subprocess.run([sys.executable, __file__, "--writes", str(args.writes), "--recalls",
+                                   str(args.recalls), "--child", mode, str(Path(tmp) / "f.db")],
+                                  capture_output=True, text=True, check=True)
+            figures = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(f"embeddings={mode}:")
+        for label, value in figures.items():
+            unit = "" if "memories/s" in label else " MB"
+            print(f"  {label:<24} {value:8.1f}{unit}")
+
+
+if __name__ == "__main__":
+    main()

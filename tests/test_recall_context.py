@@ -1,0 +1,53 @@
+"""#20: a fused candidate borrows from the adjacent memory of the same session (domains/memory/context.py)."""
+
+from __future__ import annotations
+
+from vantage_peers.domains.memory import context, store
+from vantage_peers.domains.memory.search import hybrid
+from vantage_peers.search.fusion import convex
+
+T0 = 1_780_000_000_000
+
+
+def _put(app, text: str, namespace: str, at: int) -> int:
+    def write(c):
+        mid = store.store_memory(c, namespace=namespace, type="note", content=text, created_by="t", now=at)["memoryId"]
+        return c.scalar("SELECT seq FROM memories WHERE id = ?", (mid,))
+
+    return app.db.write(write)
+
+
+def test_neighbours_stay_inside_one_namespace_and_one_session(app):
+    a = _put(app, "Did you go to the support group?", "chat/one", T0)
+    _put(app, "other namespace, same minute", "chat/two", T0 + 500)
+    b = _put(app, "Yes, yesterday; it was wonderful.", "chat/one", T0 + 1_000)
+    late = _put(app, "A new session, two hours later", "chat/one", T0 + 2 * 3_600_000)
+    near = app.db.read(lambda c: context.neighbours(c, [a, b, late]))
+    assert near[a] == [b] and near[b] == [a]  # the other namespace's memory is not a neighbour
+    assert near[late] == []  # beyond SESSION_GAP_MS: another session
+
+
+def test_the_answer_next_to_the_matching_turn_is_lifted(app):
+    question = _put(app, "Did you go to the support group?", "chat/one", T0)
+    answer = _put(app, "Yes, yesterday; it was wonderful.", "chat/one", T0 + 1_000)
+    filler = [_put(app, f"unrelated small talk {i}", "chat/one", T0 + 3_600_000 + i * 40 * 60_000) for i in range(4)]
+    # The keyword ranker matches the question turn; the vector ranker sees the answer turn as no
+    # better than the filler.
+    lists = {"keyword": [(question, 9.0), (filler[0], 1.0), (filler[1], 0.9)],
+             "vector": [(question, 0.8), (filler[2], 0.41), (filler[3], 0.40), (answer, 0.40), (filler[0], 0.39)]}
+    plain = [f.key for f in convex(lists)]
+    with_context = app.db.read(lambda c: [f.key for f in convex(
+        lists, adjust=lambda s: context.context_bonus(c, s))])
+    # Without context the answer trails the filler of equal (or better) similarity; with it, it leads them.
+    assert plain.index(answer) > max(plain.index(filler[2]), plain.index(filler[3])), plain
+    assert with_context.index(answer) < min(with_context.index(filler[2]), with_context.index(filler[3])), with_context
+
+
+def test_keyword_mode_keeps_the_bm25_order(app):
+    a = _put(app, "alpha beta gamma", "chat/one", T0)
+    b = _put(app, "alpha", "chat/one", T0 + 1_000)
+    found = app.db.read(lambda c: hybrid(c, query="alpha beta gamma", vector=None, reason="off",
+                                         scope=store.scope_of("chat/one"), types=None, include_superseded=False,
+                                         limit=10, now=T0 + 5_000))
+    seqs = app.db.read(lambda c: {r["id"]: r["seq"] for r in c.query("SELECT id, seq FROM memories")})
+    assert [seqs[h["_id"]] for h in found["items"]] == [a, b] and found["mode"] == "keyword"

@@ -1,0 +1,143 @@
+"""The memory vectors: the `memories_vec` vec0 table, its triggers, and the memory KNN.
+
+- `namespace` is the vec0 *partition key*: a namespaced KNN scans only that namespace's chunks,
+  and a `prefix/*` query is a range over partition keys.
+- `type`, `isLatest` and `expiresAt` are metadata columns filtered inside the KNN, so archived,
+  soft-deleted and expired memories never take a slot among the k nearest.
+- Triggers created with the table keep the metadata in step with `memories` (supersede, soft
+  delete, hard delete, content change), whoever changes the row.
+
+The generic vec0 machinery (create, replace, nearest, rescore, model bookkeeping) is `search/vectors.py`;
+this module re-exports what memory callers use so they import one name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...db import Connection
+from ...search import ann
+from ...search import vectors as _vec
+from ...search.vectors import (  # noqa: F401 - re-exported for memory callers
+    CHUNK_SIZE,
+    NO_EXPIRY,
+    ModelMismatch,
+    Recorded,
+    Scope,
+    VecTable,
+    mismatch,
+    nearest,
+    recorded,
+    rescore,
+    unusable,
+)
+
+TABLE = "memories_vec"
+
+_TRIGGERS = {
+    "memories_vec_state": f"""
+        CREATE TRIGGER memories_vec_state AFTER UPDATE OF isLatest, expiresAt, type ON memories BEGIN
+            UPDATE {TABLE} SET isLatest = new.isLatest, expiresAt = coalesce(new.expiresAt, {NO_EXPIRY}),
+                type = new.type WHERE rowid = new.seq;
+        END""",
+    "memories_vec_stale": f"""
+        CREATE TRIGGER memories_vec_stale AFTER UPDATE OF content, namespace ON memories BEGIN
+            DELETE FROM {TABLE} WHERE rowid = old.seq;
+        END""",
+    "memories_vec_delete": f"""
+        CREATE TRIGGER memories_vec_delete AFTER DELETE ON memories BEGIN
+            DELETE FROM {TABLE} WHERE rowid = old.seq;
+        END""",
+}
+
+MEMORIES = VecTable(
+    name=TABLE, label="memory",
+    columns_ddl="namespace TEXT PARTITION KEY, type TEXT, isLatest INTEGER, expiresAt INTEGER",
+    columns=("namespace", "type", "isLatest", "expiresAt"), triggers=_TRIGGERS, ann=True,
+)
+
+
+def table_exists(conn: Connection, table: VecTable = MEMORIES) -> bool:
+    return _vec.table_exists(conn, table)
+
+
+def ensure(conn: Connection, model: str, dimensions: int, table: VecTable = MEMORIES) -> None:
+    _vec.ensure(conn, model, dimensions, table)
+
+
+def drop(conn: Connection, tables: Sequence[VecTable] = (MEMORIES,)) -> None:
+    _vec.drop(conn, tables)
+
+
+def count(conn: Connection, table: VecTable = MEMORIES) -> int:
+    return _vec.count(conn, table)
+
+
+def upsert(conn: Connection, rows: Sequence[tuple[int, str, str, int, int | None, Sequence[float]]]) -> None:
+    """Memory vectors: (seq, namespace, type, isLatest, expiresAt, vector) rows."""
+    _vec.replace(conn, MEMORIES, [(seq, (ns, typ, int(latest), NO_EXPIRY if exp is None else exp), vec)
+                                  for seq, ns, typ, latest, exp, vec in rows])
+
+
+def knn(
+    conn: Connection,
+    vector: Sequence[float],
+    *,
+    k: int,
+    scope: Scope | None,
+    types: Sequence[str] | None,
+    include_superseded: bool,
+    now: int,
+    approximate: bool = True,
+) -> list[tuple[int, float]]:
+    """The k nearest live memories as (seq, cosine distance), nearest first; for large scopes by
+    sign-bit candidates rescored exactly (search/ann.py), `approximate=False` forces exact KNN."""
+    clauses = ["expiresAt > ?"]
+    params: list[object] = [now]
+    if scope is not None and scope.kind == "exact":
+        clauses.append("namespace = ?")
+        params.append(scope.value)
+    elif scope is not None and scope.kind == "prefix":
+        low, high = scope.bounds()
+        clauses.append("namespace >= ? AND namespace < ?")
+        params.extend([low, high])
+    if not include_superseded:
+        clauses.append("isLatest = 1")
+    if types:
+        clauses.append(f"type IN ({','.join('?' for _ in types)})")
+        params.extend(types)
+    if approximate:
+        # With a type filter: FILTER_OVERSAMPLE × more sign-code candidates, kept (in Hamming order)
+        # when the memories table says they are live, latest and of the type — one indexed IN
+        # query, far cheaper than vec0 lookups — and only those are rescored.
+        # A type filter usually removes most candidates: pre-filter a larger set. Without one, the
+        # rescoring's own filters (latest, unexpired) drop few, and the exact KNN covers a shortfall.
+        factor = ann.FILTER_OVERSAMPLE if types else 1
+        seqs = ann.candidates(conn, MEMORIES.name, vector, k=k, scope=scope, factor=factor)
+        if seqs is not None:
+            if types:
+                seqs = _live_first(conn, seqs, types=types, include_superseded=include_superseded,
+                                   now=now)[:ann.rescored(k)]
+            hits = rescore(conn, MEMORIES, vector, seqs, k=k, clauses=clauses, params=params)
+            if len(hits) >= k:
+                return hits
+    return nearest(conn, MEMORIES, vector, k=k, clauses=clauses, params=params)
+
+
+def _live_first(conn: Connection, seqs: Sequence[int], *, types: Sequence[str] | None, include_superseded: bool,
+                now: int) -> list[int]:
+    """`seqs` (kept in order) whose memory is unexpired, latest unless `include_superseded`, of `types`."""
+    where = ["(expiresAt IS NULL OR expiresAt > ?)"]
+    params: list[object] = [now]
+    if not include_superseded:
+        where.append("isLatest = 1")
+    if types:
+        where.append(f"type IN ({','.join('?' for _ in types)})")
+        params.extend(types)
+    keep: set[int] = set()
+    for start in range(0, len(seqs), 900):  # SQLite's bound-parameter budget
+        part = list(seqs[start:start + 900])
+        marks = ",".join("?" for _ in part)
+        keep.update(int(r[0]) for r in conn.raw.execute(
+            f"SELECT seq FROM memories WHERE seq IN ({marks}) AND {' AND '.join(where)}", [*part, *params]))
+    return [seq for seq in seqs if seq in keep]
