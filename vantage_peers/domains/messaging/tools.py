@@ -36,8 +36,8 @@ def register(app: App) -> None:
     ) -> dict[str, Any]:
         """Send a message to a role, a comma list, one instance id, or `broadcast`.
 
-        `instanceId` targets one instance of the role. Returns `{messageId, recipients}`, with
-        `warnings` naming recipients that have no profile.
+        `instanceId`: one instance of the role. `ackRequired`: redelivered until acknowledge_message.
+        Returns `{messageId, recipients}`; `warnings` name recipients with no profile.
         """
         sender = from_
         check_name(channel, "channel")
@@ -75,9 +75,8 @@ def register(app: App) -> None:
     ) -> list[dict[str, Any]]:
         """Fetch your unread messages, oldest first, each with the `receiptId` for mark_as_read.
 
-        Marks nothing read; returns at most `limit` (default 100, max 500), cut to fit 50,000 bytes (a
-        single larger message has its `content` cut and `truncatedFields: ["content"]`; get_message
-        returns it whole): mark them read, or pass `since`, to see more.
+        Marks nothing read. At most `limit` (100, max 500) within 50,000 bytes (a cut message lists
+        `truncatedFields`; get_message has it whole): mark them read, or pass `since`, for more.
         """
         who = recipient
         inst = recipientInstanceId
@@ -126,10 +125,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def list_broadcast_status(messageId: str) -> dict[str, Any]:
-        """Show who has read a message and who has not: one entry per receipt (not paged).
-
-        Returns `{messageId, from, channel, createdAt, receipts, readCount, unreadCount}`.
-        """
+        """Who has read a message and who has not: `{messageId, from, channel, receipts, readCount, unreadCount}`."""
         status = db.read(lambda c: store.broadcast_status(c, message_id=messageId))
         if status is None:
             raise NotFound(f"message {messageId} does not exist")

@@ -60,8 +60,7 @@ def register(app: App) -> None:
     ) -> str:
         """Create a task assigned to an orchestrator; returns the new task id.
 
-        `#NNN` in the title links GitHub issue NNN on completion. An assignee with no profile is
-        accepted, with `warnings`.
+        `#NNN` in the title links GitHub issue NNN on completion.
         """
         payload = {k: v for k, v in locals().items() if v is not None and k not in ("app", "db")}
         payload["createdBy"] = createdBy
@@ -79,7 +78,7 @@ def register(app: App) -> None:
     def get_task(taskId: str) -> dict[str, Any] | None:
         """Fetch one task with its work segments and which dependencies are still open.
 
-        A task created by a recurring template has `recurringTaskId` (and `createdBy` = `cron-<that id>`).
+        From a recurring template: `recurringTaskId`, `createdBy` = `cron-<that id>`.
         """
         return db.read(lambda c: store.get_task(c, task_id=taskId))
 
