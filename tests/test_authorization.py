@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import Tools, make_settings, open_tools
-from support.http_helpers import client_credentials_token, make_client, serving, text
+from support.http_helpers import scoped_token, serving, text
 
 from vantage_peers.server import create_app
 
@@ -205,9 +205,7 @@ def http_team(tmp_path_factory):
     with serving(tmp_path_factory.mktemp("authz-http") / "vp.db", env={"VP_EMBEDDINGS": "none"}) as server:
         tokens = {}
         for profile in (ALICE, BOB):
-            assert server.master("POST", "/admin/oauth/profiles", json=profile).status_code == 200
-            made = make_client(server, profile["profileId"], name=profile["profileId"])
-            tokens[profile["description"]] = client_credentials_token(server, made["client_id"], made["client_secret"])
+            tokens[profile["description"]] = scoped_token(server, profile)
         yield server, tokens
 
 
@@ -346,8 +344,7 @@ def test_path_import_replace_deletes_only_what_the_importer_could(http_team):
 
 def test_path_import_without_an_identity_is_refused(http_team):
     server, tokens = http_team
-    made = make_client(server, "client-generic", name="no-identity")
-    anonymous = client_credentials_token(server, made["client_id"], made["client_secret"])
+    anonymous = scoped_token(server, "client-generic", name="no-identity")
     refused(call(server, anonymous, "import_okf_bundle", {"namespace": "project/a", "mode": "merge",
                                                           "bundle": task_bundle({"title": "x", "assignedTo": "x"})}))
 

@@ -3,7 +3,7 @@ another agent, nor read the delivery of another sender's message by naming that 
 
 from __future__ import annotations
 
-from support.http_helpers import MASTER, client_credentials_token, make_client, serving, text
+from support.http_helpers import MASTER, scoped_token, serving, text
 
 CEDAR = {"profileId": "cedar-agent", "description": "cedar only", "fromAllowList": ["cedar"],
          "namespaceReadPrefixes": ["project/cedar"], "namespaceWritePrefixes": ["project/cedar"]}
@@ -11,9 +11,7 @@ CEDAR = {"profileId": "cedar-agent", "description": "cedar only", "fromAllowList
 
 def test_scoped_token_cannot_acknowledge_or_inspect_for_others(tmp_path):
     with serving(tmp_path / "vp.db", env={"VP_EMBEDDINGS": "none"}) as server:
-        assert server.master("POST", "/admin/oauth/profiles", json=CEDAR).status_code == 200
-        made = make_client(server, "cedar-agent", name="cedar")
-        cedar = client_credentials_token(server, made["client_id"], made["client_secret"])
+        cedar = scoped_token(server, CEDAR, name="cedar")
 
         async def seed(client):
             out = {}

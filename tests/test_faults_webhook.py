@@ -6,22 +6,17 @@ import http.client
 import json
 
 import pytest
-from conftest import make_settings
-from support.github_helpers import SECRET, RouteServer, github_headers, issues_event, post
+from support.github_helpers import github_headers, issues_event, post, webhook_app
 
 from vantage_peers.domains.github import webhook
-from vantage_peers.server import create_app
 
 REPO = "acme/widgets"
 
 
 @pytest.fixture
 def served(db_path):
-    app = create_app(make_settings(db_path, github_webhook_secret=SECRET, github_token=None))
-    server = RouteServer(app)
-    yield app, server
-    server.stop()
-    app.db.close()
+    with webhook_app(db_path) as pair:
+        yield pair
 
 
 def deliveries(app) -> int:

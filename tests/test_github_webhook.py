@@ -16,6 +16,7 @@ from support.github_helpers import (
     post,
     pull_request_event,
     signature,
+    webhook_app,
 )
 
 from vantage_peers.domains.github import webhook
@@ -26,11 +27,8 @@ REPO = "myreeldream-ai/MyShortReel-beta"
 
 @pytest.fixture
 def served(db_path):
-    app = create_app(make_settings(db_path, github_webhook_secret=SECRET, github_token=None))
-    server = RouteServer(app)
-    yield app, server
-    server.stop()
-    app.db.close()
+    with webhook_app(db_path) as pair:
+        yield pair
 
 
 def counts(app) -> dict[str, int]:

@@ -329,3 +329,24 @@ class RouteServer:
         self.server.should_exit = True
         self.thread.join(10)
         self.sock.close()
+
+
+def webhook_app(db_path: Any):
+    """A context manager: an app with the webhook secret set and a RouteServer serving its routes."""
+    import contextlib
+
+    from conftest import make_settings
+
+    from vantage_peers.server import create_app
+
+    @contextlib.contextmanager
+    def run():
+        app = create_app(make_settings(db_path, github_webhook_secret=SECRET, github_token=None))
+        server = RouteServer(app)
+        try:
+            yield app, server
+        finally:
+            server.stop()
+            app.db.close()
+
+    return run()

@@ -119,3 +119,13 @@ def make_client(server: Serve, profile: str, name: str = "agent", **extra: Any) 
     r = server.master("POST", "/admin/oauth/clients", json={"name": name, "scopeProfile": profile, **extra})
     assert r.status_code == 201, r.text
     return r.json()
+
+
+def scoped_token(server: Serve, profile: dict[str, Any] | str, name: str | None = None) -> str:
+    """An access token of a new client on `profile`: a profile document is created first (master API),
+    a name is used as it stands (a default profile such as client-generic)."""
+    if isinstance(profile, dict):
+        assert server.master("POST", "/admin/oauth/profiles", json=profile).status_code == 200
+        profile = profile["profileId"]
+    made = make_client(server, profile, name=name or profile)
+    return client_credentials_token(server, made["client_id"], made["client_secret"])
