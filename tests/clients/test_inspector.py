@@ -40,7 +40,11 @@ def exercise(inspector: Inspector, stateless: bool) -> None:
     apps = sorted(r["uri"] for r in resources if r.get("mimeType") == APP_MIME)
     assert apps == sorted(f"ui://vp/v1/app/{kind}" for kind in EMITTING.values())
     templates = inspector("resources/templates/list")["resourceTemplates"]
-    assert len(templates) == 6 and all("{?" in t["uriTemplate"] for t in templates)
+    ui = [t for t in templates if t["uriTemplate"].startswith("ui://")]
+    assert len(ui) == 6 and all("{?" in t["uriTemplate"] for t in ui)
+    # the inbox and task-queue resources (issue 21), subscribable
+    assert sorted(t["uriTemplate"] for t in templates if t["uriTemplate"].startswith("vp://")) == [
+        "vp://inbox/{orchestrator}", "vp://tasks/{orchestrator}"]
     prompts = inspector("prompts/list")["prompts"]
     assert {p["name"] for p in prompts} >= {"daily-start", "check-messages", "recall", "write-diary"}
 
