@@ -180,3 +180,24 @@ def test_a_kill_between_commit_and_reply_then_a_retry_writes_one_row(tmp_path):
         assert result["messageId"] == stored
     finally:
         app.db.close()
+
+
+def test_migration_018_upgrades_an_older_file(tmp_path):
+    """A version-16 file with a message upgrades in place: the message is kept and keys work."""
+    from vantage_peers.db import Database, latest_version, migrate
+
+    path = tmp_path / "v16.db"
+    old = Database(path)
+    assert migrate(old, target=16) == 16
+    old.write(lambda c: c.execute("INSERT INTO messages (id, sender, channel, content, createdAt) "
+                                  "VALUES ('msg_old', 'pi', 'bob', 'kept', 1)"))
+    old.close()
+    app = create_app(make_settings(path, orchestrator="alice"))
+    try:
+        assert app.db.conn.scalar("PRAGMA user_version") == latest_version() >= 18
+        assert app.db.conn.scalar("SELECT content FROM messages WHERE id = 'msg_old'") == "kept"
+        with open_tools(app) as tools:
+            first = tools.call("send_message", channel="bob", content="after", idempotencyKey="k1")
+            assert tools.call("send_message", channel="bob", content="after", idempotencyKey="k1") == first
+    finally:
+        app.db.close()
