@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from vantage_peers.db import Database, migrate  # noqa: E402
 from vantage_peers.domains.leases import paths, slots, sweep  # noqa: E402

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from faults_helpers import StdioProc  # noqa: E402
+from support.faults_helpers import StdioProc  # noqa: E402
 
 
 def main() -> None:

@@ -36,7 +36,7 @@ def test_file_moved_under_writing_servers_loses_no_acknowledged_message(tmp_path
     import time
 
     import apsw
-    from faults_helpers import StdioProc
+    from support.faults_helpers import StdioProc
 
     db = tmp_path / "vp.db"
     seconds = float(os.environ.get("VP_CHAOS_SECONDS", "4"))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_settings, open_tools
-from dashboard_helpers import dashboard_process, send_from_another_process
+from support.dashboard_helpers import dashboard_process, send_from_another_process
 from support.http_helpers import free_port
 
 from vantage_peers.server import create_app

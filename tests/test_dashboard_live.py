@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import httpx2
 import pytest
-from dashboard_helpers import dashboard_process as dashboard
-from dashboard_helpers import send_from_another_process as send
+from support.dashboard_helpers import dashboard_process as dashboard
+from support.dashboard_helpers import send_from_another_process as send
 from support.http_helpers import free_port
 
 

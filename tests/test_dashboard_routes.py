@@ -7,7 +7,7 @@ import re
 import time
 
 import pytest
-from dashboard_helpers import LOCAL, csrf_of, local_client, post
+from support.dashboard_helpers import LOCAL, csrf_of, local_client, post
 
 XSS = "<script>alert('x')</script>"
 
@@ -372,3 +372,25 @@ def test_english_and_french_have_the_same_labels():
 
     assert set(LABELS["en"]) == set(LABELS["fr"])
     assert all(LABELS["fr"][k].strip() for k in LABELS["fr"])
+
+
+def test_messages_show_acknowledgements_and_dead_letters(dash, tools, app):
+    """Issue 21 in the dashboard: awaiting acknowledgement, acknowledged with its note, dead-lettered."""
+    waiting = tools.call("send_message", **{"from": "alice", "channel": "bob", "content": "ack me"},
+                         ackRequired=True, ackTimeoutSeconds=60)
+    acked = tools.call("send_message", **{"from": "alice", "channel": "carol", "content": "acked one"},
+                       ackRequired=True)
+    receipt = next(m for m in tools.call("check_messages", recipient="carol") if m["content"] == "acked one")
+    tools.call("acknowledge_message", receiptIds=[receipt["receiptId"]], note="on it", recipient="carol")
+    dead = tools.call("send_message", **{"from": "alice", "channel": "dave", "content": "never read"},
+                      ackRequired=True)
+    app.db.write(lambda c: c.execute("UPDATE messageReceipts SET deadLetteredAt = 1, nextDeliveryAt = NULL "
+                                     "WHERE messageId = ?", (dead["messageId"],)))
+    only_waiting = dash.get("/messages?unacked=1").text
+    assert waiting["messageId"] in only_waiting
+    assert acked["messageId"] not in only_waiting and dead["messageId"] not in only_waiting
+    only_dead = dash.get("/messages?dead=1").text
+    assert dead["messageId"] in only_dead and waiting["messageId"] not in only_dead
+    detail = dash.get(f"/messages/{acked['messageId']}").text
+    assert "on it" in detail
+    assert "Unacknowledged" in dash.get(f"/messages/{waiting['messageId']}").text

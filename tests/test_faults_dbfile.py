@@ -11,7 +11,7 @@ import subprocess
 
 import apsw
 import pytest
-from faults_helpers import StdioProc, script
+from support.faults_helpers import StdioProc, script
 from support.http_helpers import serving
 
 from vantage_peers.db import Database, migrate

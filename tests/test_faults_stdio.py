@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from faults_helpers import StdioProc
+from support.faults_helpers import StdioProc
 
 from vantage_peers.transport import MAX_UNANSWERED
 

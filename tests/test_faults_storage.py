@@ -13,7 +13,7 @@ import uuid
 
 import apsw
 import pytest
-from faults_helpers import StdioProc
+from support.faults_helpers import StdioProc
 
 from vantage_peers.db.faults import storage_error
 from vantage_peers.safe_stderr import SafeStream

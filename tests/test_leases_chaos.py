@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-import leases_chaos
+from support import leases_chaos
 
 
 def test_leases_survive_kill_9(tmp_path):

@@ -72,9 +72,10 @@ def team(conn: Connection, *, now: int, state: str | None, who: str | None, curs
 
 
 # -- Messages ---------------------------------------------------------------------------------
-# Receipt tallies shown per message. Acknowledgements and dead letters (branch i21) add their
-# columns here and in RECEIPT_COLUMNS; the template renders whatever this list names.
-RECEIPT_COLUMNS = ("recipients", "read", "unread")
+# Receipt tallies shown per message (docs/delivery.md): read, and for ackRequired messages the
+# receipts still awaiting an acknowledgement and those dead-lettered. The template renders this list.
+RECEIPT_COLUMNS = ("recipients", "read", "unread", "unacknowledged", "deadLettered")
+AWAITING_ACK = "r.ackRequired = 1 AND r.ackedAt IS NULL AND r.deadLetteredAt IS NULL"
 
 
 def receipt_tallies(conn: Connection, message_ids: list[str]) -> dict[str, dict[str, int]]:
@@ -82,10 +83,12 @@ def receipt_tallies(conn: Connection, message_ids: list[str]) -> dict[str, dict[
         return {}
     out = {m: {c: 0 for c in RECEIPT_COLUMNS} for m in message_ids}
     for r in conn.query(
-        "SELECT messageId, count(*) AS recipients, count(readAt) AS read FROM messageReceipts "
-        f"WHERE messageId IN ({_marks(message_ids)}) GROUP BY messageId", message_ids,
+        "SELECT messageId, count(*) AS recipients, count(readAt) AS read, "
+        f"sum(CASE WHEN {AWAITING_ACK} THEN 1 ELSE 0 END) AS unacknowledged, count(deadLetteredAt) AS deadLettered "
+        f"FROM messageReceipts r WHERE messageId IN ({_marks(message_ids)}) GROUP BY messageId", message_ids,
     ):
-        out[r["messageId"]] = {"recipients": r["recipients"], "read": r["read"], "unread": r["recipients"] - r["read"]}
+        out[r["messageId"]] = {"recipients": r["recipients"], "read": r["read"], "unread": r["recipients"] - r["read"],
+                               "unacknowledged": r["unacknowledged"], "deadLettered": r["deadLettered"]}
     return out
 
 
@@ -97,16 +100,22 @@ def channels(conn: Connection, *, limit: int = 40) -> list[dict[str, Any]]:
 
 
 def messages(conn: Connection, *, channel: str | None, sender: str | None, recipient: str | None,
-             unread_only: bool, cursor: str | None, limit: int = PAGE) -> dict[str, Any]:
-    """Newest first. `recipient` + `unread_only` = what that agent has not read yet."""
+             unread_only: bool, cursor: str | None, limit: int = PAGE, unacked_only: bool = False,
+             dead_only: bool = False) -> dict[str, Any]:
+    """Newest first. `recipient` + `unread_only` = what that agent has not read yet; `unacked_only`:
+    receipts still awaiting an acknowledgement; `dead_only`: dead-lettered ones."""
     where, params = equals((("channel", channel), ("sender", sender)))
-    if recipient is not None or unread_only:
+    if recipient is not None or unread_only or unacked_only or dead_only:
         sub = ["r.messageId = messages.id"]
         if recipient is not None:
             sub.append("r.recipient = ?")
             params.append(recipient)
         if unread_only:
             sub.append("r.readAt IS NULL")
+        if unacked_only:
+            sub.append(AWAITING_ACK)
+        if dead_only:
+            sub.append("r.deadLetteredAt IS NOT NULL")
         where.append(f"EXISTS (SELECT 1 FROM messageReceipts r WHERE {' AND '.join(sub)})")
     page = keyset_page(conn, table="messages", to_item=messaging.message_doc, where=where, params=params,
                        limit=limit, cursor=cursor)
@@ -121,7 +130,8 @@ def message_detail(conn: Connection, message_id: str) -> dict[str, Any] | None:
     if msg is None:
         return None
     msg["receipts"] = conn.query(
-        "SELECT recipient, recipientInstanceId, readAt, createdAt FROM messageReceipts WHERE messageId = ? "
+        "SELECT recipient, recipientInstanceId, readAt, ackRequired, ackedAt, ackNote, deliveryAttempt, "
+        "deadLetteredAt, createdAt FROM messageReceipts WHERE messageId = ? "
         "ORDER BY recipient, recipientInstanceId LIMIT 500", (message_id,))
     return msg
 

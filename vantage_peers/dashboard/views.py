@@ -37,7 +37,7 @@ class Views:
 
     async def messages(self, ctx: Ctx) -> Response:
         f = {"channel": ctx.arg("channel"), "sender": ctx.arg("from"), "recipient": ctx.arg("to"),
-             "unread_only": ctx.flag("unread")}
+             "unread_only": ctx.flag("unread"), "unacked_only": ctx.flag("unacked"), "dead_only": ctx.flag("dead")}
         cursor = ctx.arg("cursor", 2_000)
 
         def read(c):

@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx2
 from starlette.testclient import TestClient
-from support.http_helpers import script
 
+from support.http_helpers import script
 from vantage_peers.dashboard import build_dashboard
 
 LOCAL = "http://127.0.0.1:8765"
