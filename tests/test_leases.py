@@ -382,3 +382,26 @@ def test_bulk_completion_and_deletion_end_the_claims(tools):
     assert done["count"] == 1
     tools.call("delete_task", taskId=b, callerOrchestrator="alice")
     assert tools.call("list_leases", kind="task")["items"] == []
+
+
+def test_get_and_list_tasks_release_a_lapsed_claim_before_showing_it(tmp_path):
+    """Lazy expiry on read: a claim whose holder vanished is not shown as in progress, even between
+    two scheduler ticks (the scheduler is off here)."""
+    from conftest import make_settings, open_tools
+
+    from vantage_peers.server import create_app
+
+    app = create_app(make_settings(tmp_path / "lazy.db"))
+    try:
+        with open_tools(app) as tools:
+            task = tools.call("create_task", title="claimed then lost", assignedTo="pool", createdBy="lead",
+                              priority="low")
+            assert tools.call("checkout_task", taskId=task, callerOrchestrator="worker")["claimed"] is True
+            assert tools.call("get_task", taskId=task)["status"] == "in_progress"
+            app.db.write(lambda c: c.execute("UPDATE agentLeases SET expiresAt = 1 WHERE kind = 'task' AND key = ?",
+                                             (task,)))
+            assert tools.call("get_task", taskId=task)["status"] == "todo"
+            listed = tools.call("list_tasks", assignedTo="worker", status="all")["items"]
+            assert [t["status"] for t in listed if t["_id"] == task] in ([], ["todo"])
+    finally:
+        app.db.close()
