@@ -8,6 +8,7 @@ import time
 
 import pytest
 from support.dashboard_helpers import LOCAL, csrf_of, local_client, post
+from support.migration_helpers import older_file
 
 XSS = "<script>alert('x')</script>"
 
@@ -303,16 +304,11 @@ def test_local_dashboard_refuses_a_non_loopback_bind_without_login(app):
 def test_migration_016_upgrades_a_version_10_file_and_keeps_its_tasks(tmp_path):
     from conftest import make_settings
 
-    from vantage_peers.db import Database, migrate
     from vantage_peers.server import create_app
 
-    path = tmp_path / "v10.db"
-    old = Database(path)
-    assert migrate(old, target=10) == 10
-    old.write(lambda c: c.execute(
-        "INSERT INTO tasks (id, title, assignedTo, priority, status, createdBy, createdAt, updatedAt) "
-        "VALUES ('tsk_old', 'kept across the upgrade', 'bob', 'high', 'blocked', 'alice', 1, 1)"))
-    old.close()
+    path = older_file(tmp_path / "v10.db", 10,
+                      "INSERT INTO tasks (id, title, assignedTo, priority, status, createdBy, createdAt, updatedAt) "
+                      "VALUES ('tsk_old', 'kept across the upgrade', 'bob', 'high', 'blocked', 'alice', 1, 1)")
     app = create_app(make_settings(path))
     try:
         indexes = {r["name"] for r in app.db.read(lambda c: c.query("SELECT name FROM sqlite_master WHERE "

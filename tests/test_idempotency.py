@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import make_settings, open_tools
+from support.migration_helpers import older_file
 
 from vantage_peers import idempotency
 from vantage_peers.server import create_app
@@ -184,14 +185,10 @@ def test_a_kill_between_commit_and_reply_then_a_retry_writes_one_row(tmp_path):
 
 def test_migration_018_upgrades_an_older_file(tmp_path):
     """A version-16 file with a message upgrades in place: the message is kept and keys work."""
-    from vantage_peers.db import Database, latest_version, migrate
+    from vantage_peers.db import latest_version
 
-    path = tmp_path / "v16.db"
-    old = Database(path)
-    assert migrate(old, target=16) == 16
-    old.write(lambda c: c.execute("INSERT INTO messages (id, sender, channel, content, createdAt) "
-                                  "VALUES ('msg_old', 'pi', 'bob', 'kept', 1)"))
-    old.close()
+    path = older_file(tmp_path / "v16.db", 16, "INSERT INTO messages (id, sender, channel, content, createdAt) "
+                                               "VALUES ('msg_old', 'pi', 'bob', 'kept', 1)")
     app = create_app(make_settings(path, orchestrator="alice"))
     try:
         assert app.db.conn.scalar("PRAGMA user_version") == latest_version() >= 18

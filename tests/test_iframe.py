@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from support.migration_helpers import older_file
 
 from vantage_peers.domains.iframe import store
 from vantage_peers.ids import now_ms
@@ -173,16 +174,12 @@ def test_migration_011_keeps_sessions_and_leaves_old_ones_ownerless(tmp_path):
     master/system's (and local stdio's) to touch or revoke; sessions created after are their creator's."""
     from conftest import make_settings, open_tools
 
-    from vantage_peers.db import Database, latest_version, migrate
+    from vantage_peers.db import latest_version
     from vantage_peers.server import create_app
 
-    path = tmp_path / "v10.db"
-    old = Database(path)
-    assert migrate(old, target=10) == 10
-    old.write(lambda c: c.execute(
-        "INSERT INTO iframeEmbedSessions (id, sessionId, origin, createdAt, lastSeenAt, expiresAt) "
-        "VALUES ('ifs_old', 'old-session', 'https://a.example', 1, 1, 9999999999999)"))
-    old.close()
+    path = older_file(tmp_path / "v10.db", 10,
+                      "INSERT INTO iframeEmbedSessions (id, sessionId, origin, createdAt, lastSeenAt, expiresAt) "
+                      "VALUES ('ifs_old', 'old-session', 'https://a.example', 1, 1, 9999999999999)")
     app = create_app(make_settings(path, orchestrator="alice"))
     try:
         assert app.db.conn.scalar("PRAGMA user_version") == latest_version() >= 11
