@@ -77,7 +77,7 @@ class App:
         self.concurrent_jobs: set[str] = set()
 
     # -- the current call -------------------------------------------------------------------------
-    def actor(self):  # -> rbac.Actor
+    def actor(self) -> policy.Actor:
         """Who the current call acts as (resolved once by the pipeline)."""
         state = calls.current()
         return state.actor if state is not None else policy.Actor(identity=self.settings.orchestrator)
@@ -105,18 +105,16 @@ class App:
         info = self.db.read(lambda c: load(c, memory_id)) if load else None
         return info.namespace if info else None
 
-    def touch_presence(self, orch: str | None = None, inst: str | None = None) -> None:
-        """Refresh the calling orchestrator's `lastSeen` (throttled per orchestrator): this process's
-        VP_ORCHESTRATOR on stdio, the identity a token carries over HTTP."""
-        if orch is None and inst is None:
-            orch, inst = self.settings.orchestrator, self.settings.instance_id
+    def touch_presence(self, orch: str | None, inst: str | None) -> None:
+        """Refresh `orch`'s `lastSeen` (throttled per orchestrator): this process's VP_ORCHESTRATOR on
+        stdio, the identity a token carries over HTTP (policy.presence_of decides)."""
         if not orch or orch == "system" or not self.presence_hooks:
             return
         now = time.monotonic()
         with self._presence_lock:
             if now - self._presence_at.get(orch, float("-inf")) < self.settings.presence_interval_seconds:
                 return
-            if len(self._presence_at) > 10_000:  # a server that has seen many identities: forget the oldest
+            if len(self._presence_at) > 10_000:  # a server that has seen many identities: start over
                 self._presence_at.clear()
             self._presence_at[orch] = now
 

@@ -37,6 +37,7 @@ from .db import BUSY_ERRORS
 from .db.faults import storage_error
 from .errors import Busy, InternalError, InvalidArgument, VantageError
 from .rbac import Actor
+from .toolsets import check_enabled
 
 if TYPE_CHECKING:
     from .app import App
@@ -153,8 +154,7 @@ def runner(app: App, reg: Registered) -> Callable[..., Any]:
                 policy.namespaces(reg.name, reg.policy, kwargs, principal, app.namespace_of)
             for hook in app.before_call_hooks:
                 kwargs = hook(reg.name, kwargs) or kwargs
-            app.touch_presence(policy.default_identity(principal, app.settings.orchestrator),
-                               actor.instance if actor.identity == app.settings.orchestrator else None)
+            app.touch_presence(*policy.presence_of(principal, app.settings))
             with app.db.call_scope() as scope:  # one lock-wait budget and search budget per call
                 result = _body(app, reg, kwargs, actor)
                 if scope.truncated and isinstance(result, dict):
@@ -173,21 +173,23 @@ def _body(app: App, reg: Registered, kwargs: dict[str, Any], actor: Actor) -> An
     """The body, with its record-ownership rules checked in the same transaction as its writes (a
     record cannot change hands between the check and the act), and, for a call with an idempotency
     key, the key looked up and recorded in that transaction too."""
-    if reg.policy.idempotent:
-        key = kwargs.pop(idempotency.ARGUMENT, None)
-        if key is not None:
-            return _once(app, reg, kwargs, actor, idempotency.check_key(key))
-    if not reg.policy.owns:
+    key = kwargs.pop(idempotency.ARGUMENT, None) if reg.policy.idempotent else None
+    if key is None and not reg.policy.owns:
         return reg.fn(**kwargs)
 
     def checked(conn: Any) -> Any:
-        policy.owners(reg.name, reg.policy, kwargs, actor, conn, app.records)
+        if reg.policy.owns:
+            policy.owners(reg.name, reg.policy, kwargs, actor, conn, app.records)
         return reg.fn(**kwargs)
 
+    if key is not None:
+        return _once(app, reg, kwargs, actor, idempotency.check_key(key), checked)
     return app.db.read(checked) if reg.policy.read_only else app.db.write(checked)
 
 
-def _once(app: App, reg: Registered, kwargs: dict[str, Any], actor: Actor, key: str) -> Any:
+def _once(app: App, reg: Registered, kwargs: dict[str, Any], actor: Actor, key: str,
+          body: Callable[[Any], Any]) -> Any:
+    """`body(conn)` at most once per (caller, key): a replay answers the first result and warnings."""
     caller = actor.identity or (f"profile:{actor.profile}" if actor.profile else "local")
     payload = idempotency.digest(reg.name, kwargs)
 
@@ -198,9 +200,7 @@ def _once(app: App, reg: Registered, kwargs: dict[str, Any], actor: Actor, key: 
             for line in warnings:  # the retry reads exactly what the first call answered
                 app.warn(line)
             return result
-        if reg.policy.owns:
-            policy.owners(reg.name, reg.policy, kwargs, actor, conn, app.records)
-        result = reg.fn(**kwargs)
+        result = body(conn)
         state = current()
         idempotency.record(conn, caller=caller, key=key, tool=reg.name, payload=payload, result=result,
                            warnings=list(state.warnings) if state else [])
@@ -215,8 +215,6 @@ class PipelineTool(Tool):
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         app: App | None = getattr(self.fn, "vp_app", None)
         if app is not None:
-            from .toolsets import check_enabled
-
             try:
                 check_enabled(app, self.name)
             except VantageError as exc:

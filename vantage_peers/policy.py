@@ -143,6 +143,13 @@ def default_identity(principal: Principal | None, orchestrator: str | None) -> s
     return orchestrator
 
 
+def presence_of(principal: Principal | None, settings: Any) -> tuple[str | None, str | None]:
+    """Whose presence a call refreshes: the token's one identity over HTTP, else this process's
+    VP_ORCHESTRATOR with its VP_INSTANCE_ID (an identity argument naming someone else refreshes nobody's)."""
+    who = default_identity(principal, settings.orchestrator)
+    return who, settings.instance_id if who is not None and who == settings.orchestrator else None
+
+
 def resolve(tool: str, policy: Policy, kwargs: dict[str, Any], principal: Principal | None,
             settings: Any) -> tuple[Actor, dict[str, Any]]:
     """Apply the credential's scope and the identity rules; returns the actor and the arguments with
