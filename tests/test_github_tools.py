@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from support.migration_helpers import older_file
+
 from vantage_peers.domains.github import deployments, issues, mappings
 from vantage_peers.ids import now_ms
 
@@ -208,17 +210,13 @@ def test_mapping_store_is_newest_first(app):
 def test_upgrade_from_an_older_file_keeps_its_data(tmp_path):
     from vantage_peers.db import Database, current_version, latest_version, migrate
 
-    path = tmp_path / "old.db"
-    old = Database(path)
-    migrate(old, target=5)
-    old.write(lambda c: c.execute(
-        "INSERT INTO fixPatterns (id, symptom, rootCause, tags, stack, sourceProject, createdBy, createdAt, "
-        "updatedAt) VALUES ('fxp_1', 's', 'r', '[]', '[]', 'p', 'dave', 1, 1)"))
-    old.write(lambda c: (c.execute("INSERT INTO messages (id, sender, channel, content, createdAt) "
-                                   "VALUES ('msg_1', 'a', 'b', 'old', 1)"),
-                         c.execute("INSERT INTO messageReceipts (id, messageId, recipient, createdAt) "
-                                   "VALUES ('rcp_1', 'msg_1', 'b', 1)")))
-    old.close()
+    path = older_file(tmp_path / "old.db", 5,
+                      "INSERT INTO fixPatterns (id, symptom, rootCause, tags, stack, sourceProject, createdBy, "
+                      "createdAt, updatedAt) VALUES ('fxp_1', 's', 'r', '[]', '[]', 'p', 'dave', 1, 1)",
+                      "INSERT INTO messages (id, sender, channel, content, createdAt) "
+                      "VALUES ('msg_1', 'a', 'b', 'old', 1)",
+                      "INSERT INTO messageReceipts (id, messageId, recipient, createdAt) "
+                      "VALUES ('rcp_1', 'msg_1', 'b', 1)")
     db = Database(path)
     assert migrate(db) == latest_version() == current_version(db) >= 10
     assert db.read(lambda c: c.scalar("SELECT symptom FROM fixPatterns WHERE id = 'fxp_1'")) == "s"
@@ -237,15 +235,11 @@ def test_upgrade_to_leases_keeps_tasks_and_claims_them(tmp_path):
     from vantage_peers.domains.leases import sweep
     from vantage_peers.domains.tasks import claims, lifecycle
 
-    path = tmp_path / "old10.db"
-    old = Database(path)
-    migrate(old, target=10)
-    old.write(lambda c: c.execute(
-        "INSERT INTO tasks (id, title, assignedTo, priority, status, createdBy, createdAt, updatedAt) "
-        "VALUES ('tsk_old', 'kept', 'bob', 'low', 'todo', 'alice', 1, 1)"))
-    assert old.read(lambda c: c.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'agentLeases'")) == 0
-    old.close()
+    path = older_file(tmp_path / "old10.db", 10,
+                      "INSERT INTO tasks (id, title, assignedTo, priority, status, createdBy, createdAt, updatedAt) "
+                      "VALUES ('tsk_old', 'kept', 'bob', 'low', 'todo', 'alice', 1, 1)")
     db = Database(path)
+    assert db.read(lambda c: c.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'agentLeases'")) == 0
     assert migrate(db) == latest_version() == current_version(db) >= 13
     assert db.read(lambda c: c.scalar("SELECT title FROM tasks WHERE id = 'tsk_old'")) == "kept"
     won = db.write(lambda c: lifecycle.checkout_task(c, task_id="tsk_old", caller="bob", instance=None, now=1000,

@@ -145,9 +145,14 @@ def default_identity(principal: Principal | None, orchestrator: str | None) -> s
 
 def presence_of(principal: Principal | None, settings: Any) -> tuple[str | None, str | None]:
     """Whose presence a call refreshes: the token's one identity over HTTP, else this process's
-    VP_ORCHESTRATOR with its VP_INSTANCE_ID (an identity argument naming someone else refreshes nobody's)."""
+    VP_ORCHESTRATOR with its VP_INSTANCE_ID; never an orchestrator merely named by an argument."""
     who = default_identity(principal, settings.orchestrator)
     return who, settings.instance_id if who is not None and who == settings.orchestrator else None
+
+
+def _required(field: str) -> InvalidArgument:
+    return InvalidArgument(f"{field} is required (or start the server with VP_ORCHESTRATOR set to your "
+                           "orchestrator id)")
 
 
 def resolve(tool: str, policy: Policy, kwargs: dict[str, Any], principal: Principal | None,
@@ -174,8 +179,7 @@ def resolve(tool: str, policy: Policy, kwargs: dict[str, Any], principal: Princi
             value = settings.orchestrator
         if value is None:
             if policy.identity_required:
-                raise InvalidArgument(f"{policy.identity} is required (or start the server with VP_ORCHESTRATOR "
-                                      "set to your orchestrator id)")
+                raise _required(policy.identity)
             identity = None
         else:
             identity = check_name(value, policy.identity)
@@ -188,8 +192,7 @@ def resolve(tool: str, policy: Policy, kwargs: dict[str, Any], principal: Princi
         if value is None or value == "":
             value = identity
         if value is None:
-            raise InvalidArgument(f"{policy.subject} is required (or start the server with VP_ORCHESTRATOR "
-                                  "set to your orchestrator id)")
+            raise _required(policy.subject)
         out[py(policy.subject)] = check_name(value, policy.subject)
     instance = None
     if policy.instance is not None:
