@@ -150,8 +150,7 @@ def runner(app: App, reg: Registered) -> Callable[..., Any]:
             principal = sdk.current_principal()
             actor, kwargs = policy.resolve(reg.name, reg.policy, kwargs, principal, app.settings)
             state.actor, state.read_prefixes = actor, policy.read_prefixes(principal)
-            if reg.policy.namespaced and principal is not None:
-                policy.namespaces(reg.name, reg.policy, kwargs, principal, app.namespace_of)
+            policy.namespaces(reg.name, reg.policy, kwargs, principal, app.namespace_of)  # scoped tokens only
             for hook in app.before_call_hooks:
                 kwargs = hook(reg.name, kwargs) or kwargs
             app.touch_presence(*policy.presence_of(principal, app.settings))

@@ -8,7 +8,6 @@ query over the page's ids, never a correlated subquery per row of the table.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from ..db import Connection
@@ -137,7 +136,8 @@ def message_detail(conn: Connection, message_id: str) -> dict[str, Any] | None:
 
 
 # -- Claims -----------------------------------------------------------------------------------
-def task_claims(conn: Connection, *, holder: str | None, cursor: str | None, limit: int = PAGE) -> dict[str, Any]:
+def task_claims(conn: Connection, *, holder: str | None, cursor: str | None, now: int,
+                limit: int = PAGE) -> dict[str, Any]:
     """Tasks held today: in_progress with their claimant (assignee/instance) and open work segment.
 
     When the lease model (branch i22) lands, its `task:` and `path:` leases are listed by
@@ -158,7 +158,7 @@ def task_claims(conn: Connection, *, holder: str | None, cursor: str | None, lim
     expiry: dict[str, int] = {}
     if ids:  # the claim lease of each task, when it was checked out (docs/leases.md)
         for r in conn.query(f"SELECT key, expiresAt FROM agentLeases WHERE kind = 'task' AND releasedAt IS NULL "
-                            f"AND expiresAt > ? AND key IN ({_marks(ids)})", [int(time.time() * 1000), *ids]):
+                            f"AND expiresAt > ? AND key IN ({_marks(ids)})", [now, *ids]):
             expiry[r["key"]] = r["expiresAt"]
     page["items"] = [{"kind": "task", "key": t["id"], "title": t["title"], "holder": t["assignedTo"],
                       "instance": t["assignedToInstance"], "since": open_since.get(t["id"], t["startedAt"]),

@@ -117,7 +117,7 @@ class Views:
         holder, cursor = ctx.arg("holder"), ctx.arg("cursor", 2_000)
 
         def read(c):
-            return q.task_claims(c, holder=holder, cursor=cursor), q.lease_rows(c, now=ctx.now)
+            return q.task_claims(c, holder=holder, cursor=cursor, now=ctx.now), q.lease_rows(c, now=ctx.now)
 
         page, leases = await self.read(read)
         return ctx.render("claims.html", view="claims", page=page, leases=leases, holder=holder)
