@@ -83,9 +83,36 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "vp.db"
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked `backends` run once on the SQLite file and once on PostgreSQL (issue #25)."""
+    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("backends"):
+        metafunc.parametrize("backend", ["sqlite", "postgres"], indirect=True)
+
+
 @pytest.fixture
-def settings(db_path: Path) -> Settings:
-    return make_settings(db_path)
+def backend(request: pytest.FixtureRequest) -> str:
+    return getattr(request, "param", "sqlite")
+
+
+@pytest.fixture
+def database_url(backend: str) -> Iterator[str | None]:
+    """None on SQLite; on PostgreSQL a fresh, migrated database on the session's server, dropped after."""
+    if backend == "sqlite":
+        yield None
+        return
+    from support import postgres
+
+    why = postgres.available()
+    if why:
+        pytest.skip(why)
+    url = postgres.fresh_database()
+    yield url
+    postgres.drop_database(url)
+
+
+@pytest.fixture
+def settings(db_path: Path, database_url: str | None) -> Settings:
+    return make_settings(db_path, database_url=database_url)
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.backends
+
 
 def send(tools, sender, channel, content="hi", **kw):
     return tools.call("send_message", **{"from": sender, "channel": channel, "content": content, **kw})

@@ -41,6 +41,9 @@ def _flag(value: str | None, default: bool) -> bool:
 
 class Settings(BaseModel):
     db_path: Path = Field(default_factory=default_db_path)
+    # VP_DATABASE_URL=postgresql://… (issue #25): PostgreSQL instead of the SQLite file (db/postgres.py).
+    database_url: str | None = None
+    pg_pool_size: int = 10  # VP_PG_POOL_SIZE: connections per process (× processes ≤ max_connections)
     orchestrator: str | None = None
     instance_id: str | None = None
     journal_mode: str = "wal"
@@ -134,6 +137,11 @@ class Settings(BaseModel):
         }
         if get("GITHUB_API_URL"):
             data["github_api_url"] = get("GITHUB_API_URL")
+        url = get("VP_DATABASE_URL")
+        if url is not None:
+            if not url.startswith(("postgresql://", "postgres://")):
+                raise InvalidArgument(f"VP_DATABASE_URL must start with postgresql://, got {url.split(':')[0]!r}")
+            data["database_url"] = url
         if get("VP_DB_PATH"):
             data["db_path"] = Path(get("VP_DB_PATH")).expanduser()  # type: ignore[arg-type]
         if get("VP_EMBEDDING_MODEL"):
@@ -142,6 +150,7 @@ class Settings(BaseModel):
             ("VP_TICK_SECONDS", "tick_seconds", float),
             ("VP_EMBEDDING_DIMENSIONS", "embedding_dimensions", int),
             ("VP_BUSY_TIMEOUT_MS", "busy_timeout_ms", int),
+            ("VP_PG_POOL_SIZE", "pg_pool_size", int),
             ("VP_SEARCH_BUDGET_MS", "search_budget_ms", int),
             ("VP_MAX_SEGMENT_MINUTES", "max_segment_minutes", int),
             ("VP_PRESENCE_INTERVAL_SECONDS", "presence_interval_seconds", float),

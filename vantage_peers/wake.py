@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from .db import Database
-from .db.watch import Watcher
 from .domains.messaging.inbox import DIGEST_MAX_BYTES, KINDS, PREFIX, digest, pending
 
 EXIT_TIMEOUT = 3
@@ -50,7 +49,7 @@ def wait_for_new(db: Database, *, who: str, instance: str | None, kinds: tuple[s
                  state: Path | None = None, interval: float = 0.2) -> list[dict[str, Any]] | None:
     """The new items (non-empty), or None on timeout."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    with Watcher(str(db.path), interval=interval) as watcher:
+    with db.watcher(interval=interval) as watcher:
         current = pending(db, who=who, instance=instance, kinds=kinds)
         reported = _load_state(state)
         seen = reported if reported is not None else {i["key"] for i in current}

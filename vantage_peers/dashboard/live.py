@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -22,8 +23,8 @@ HEARTBEAT_S = 15.0
 
 
 class Hub:
-    def __init__(self, path: str, *, interval: float = 0.2) -> None:
-        self.path = path
+    def __init__(self, db: Any, *, interval: float = 0.2) -> None:
+        self.db = db  # the watcher comes from the database: PRAGMA data_version, or LISTEN on PostgreSQL
         self.interval = interval
         self.version = 0
         self._event: asyncio.Event | None = None
@@ -34,7 +35,7 @@ class Hub:
         loop = asyncio.get_running_loop()
         if self._task is None or self._task.done() or self._task.get_loop() is not loop:
             self._event = asyncio.Event()
-            self._watcher = self._watcher or Watcher(self.path, interval=self.interval)
+            self._watcher = self._watcher or self.db.watcher(interval=self.interval)
             self._task = loop.create_task(self._run())
 
     async def _run(self) -> None:

@@ -60,7 +60,7 @@ class Config:
             self.signer = Signer(self.settings.bearer_secret_master)
         else:
             self.signer = Signer(None, key=local_key(self.db))
-        self.hub = Hub(str(self.db.path))
+        self.hub = Hub(self.db)
         self.env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
                                trim_blocks=True, lstrip_blocks=True)
         self.env.filters["when"] = when

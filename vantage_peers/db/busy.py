@@ -62,8 +62,9 @@ def call_scope(busy_budget_ms: int, search_budget_ms: int = 0) -> Iterator[CallS
         _local.scope = None
 
 
-def retry(fn: Callable[[], T], scope: CallScope, conn: Any = None) -> T:
-    """`fn()`, retried on SQLITE_BUSY until the scope's budget is spent; then `Busy`."""
+def retry(fn: Callable[[], T], scope: CallScope, conn: Any = None,
+          errors: tuple[type[BaseException], ...] = BUSY_ERRORS) -> T:
+    """`fn()`, retried on SQLITE_BUSY (or the backend's `errors`) until the scope's budget is spent; then `Busy`."""
     delay = 0.002
     while True:
         left = scope.remaining_ms()
@@ -72,7 +73,7 @@ def retry(fn: Callable[[], T], scope: CallScope, conn: Any = None) -> T:
             conn.raw.set_busy_timeout(max(1, min(left, conn.busy_timeout_ms)))
         try:
             return fn()
-        except BUSY_ERRORS:
+        except errors:
             left = scope.remaining_ms()
             if left <= 0:
                 raise scope.busy_error() from None

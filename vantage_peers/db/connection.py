@@ -61,7 +61,9 @@ MMAP_BYTES = 1 << 30
 
 
 class Connection:
-    """A thin wrapper over one apsw connection with dict rows."""
+    """A thin wrapper over one apsw connection with dict rows (db/postgres.py has the same methods)."""
+
+    backend = "sqlite"
 
     def __init__(self, path: Path | str, *, journal_mode: str = "wal", busy_timeout_ms: int = 5_000,
                  create: bool = True, generation: int = 0) -> None:
@@ -138,6 +140,26 @@ class Connection:
     def executemany(self, sql: str, seq: Sequence[Sequence[Any]]) -> None:
         self.raw.executemany(sql, seq)
 
+    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+        """Plain tuples, for hot loops that need no column names."""
+        return [tuple(row) for row in self.raw.execute(sql, params)]
+
+    def script(self, sql: str) -> None:
+        """Several statements run as written (migrations)."""
+        self.raw.execute(sql)
+
+    @contextlib.contextmanager
+    def savepoint(self, name: str) -> Iterator[None]:
+        """A nested transaction: undone alone on an exception, kept with the outer one otherwise."""
+        self.raw.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            self.raw.execute(f"ROLLBACK TO {name}")
+            self.raw.execute(f"RELEASE {name}")
+            raise
+        self.raw.execute(f"RELEASE {name}")
+
     def close(self) -> None:
         if not self.closed:
             self.closed = True
@@ -160,6 +182,8 @@ class _Holder:
 
 class Database:
     """Per-thread connections to one SQLite file, closed when their thread ends."""
+
+    backend = "sqlite"
 
     def __init__(self, path: Path | str, *, journal_mode: str = "wal", busy_timeout_ms: int = 5_000,
                  search_budget_ms: int = 2_000) -> None:
@@ -379,6 +403,12 @@ class Database:
                         conn.raw.execute("ROLLBACK")
 
             return busy.retry(attempt, scope, conn)
+
+    def watcher(self, *, interval: float = 0.2):
+        """A `watch.Watcher`: has any process committed since the last look?"""
+        from .watch import Watcher
+
+        return Watcher(str(self.path), interval=interval)
 
     def close(self) -> None:
         if self.guard is not None and self.journal_mode == "wal" and self.guard.shm_problem() is not None:

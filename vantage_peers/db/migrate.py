@@ -1,7 +1,12 @@
-"""Schema versions: `schema.sql` is version 1; `migrations/NNN_name.sql` are the steps after it.
+"""Schema versions, for both backends, numbered alike.
 
-`PRAGMA user_version` records the version. Migrating runs under `BEGIN IMMEDIATE`, so when
-several processes open a new file at once exactly one of them applies each step.
+SQLite: `schema.sql` is version 1; `migrations/NNN_name.sql` are the steps after it; `PRAGMA
+user_version` records the version. Migrating runs under `BEGIN IMMEDIATE`, so when several processes
+open a new file at once exactly one of them applies each step.
+
+PostgreSQL: `pg/schema.sql` is version PG_BASELINE (the SQLite schema at that version, in PostgreSQL's
+types); `pg/migrations/NNN_name.sql` are the later steps, with SQLite's numbers; the table
+`vp_schema` records the version. A transaction-scoped advisory lock plays the part of `BEGIN IMMEDIATE`.
 """
 
 from __future__ import annotations
@@ -9,10 +14,11 @@ from __future__ import annotations
 import re
 from importlib import resources
 from pathlib import Path
-
-from .connection import Database
+from typing import Any
 
 _STEP = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+PG_BASELINE = 13
+_PG_LOCK = 0x7670_6d69  # 'vpmi': the advisory lock key migrations serialize on
 
 
 def schema_sql() -> str:
@@ -23,10 +29,9 @@ def schema_sql() -> str:
     return (Path(__file__).resolve().parents[2] / "schema.sql").read_text(encoding="utf-8")
 
 
-def steps() -> list[tuple[int, str, str]]:
-    """(version, name, sql) for every numbered migration, in order."""
+def _steps(folder: Any) -> list[tuple[int, str, str]]:
     found = []
-    for entry in resources.files("vantage_peers.db").joinpath("migrations").iterdir():
+    for entry in folder.iterdir():
         m = _STEP.match(entry.name)
         if m:
             found.append((int(m.group(1)), entry.name, entry.read_text(encoding="utf-8")))
@@ -37,17 +42,44 @@ def steps() -> list[tuple[int, str, str]]:
     return found
 
 
+def steps() -> list[tuple[int, str, str]]:
+    """(version, name, sql) for every numbered SQLite migration, in order."""
+    return _steps(resources.files("vantage_peers.db").joinpath("migrations"))
+
+
+def pg_steps() -> list[tuple[int, str, str]]:
+    """(version, name, sql): PostgreSQL's baseline, then its numbered migrations."""
+    pg = resources.files("vantage_peers.db").joinpath("pg")
+    baseline = pg.joinpath("schema.sql").read_text(encoding="utf-8")
+    return [(PG_BASELINE, "pg/schema.sql", baseline),
+            *[s for s in _steps(pg.joinpath("migrations")) if s[0] > PG_BASELINE]]
+
+
 def latest_version() -> int:
     found = steps()
     return found[-1][0] if found else 1
 
 
-def current_version(db: Database) -> int:
+def _is_pg(db: Any) -> bool:
+    return getattr(db, "backend", "sqlite") == "postgres"
+
+
+def _pg_version(conn: Any) -> int:
+    if conn.scalar("SELECT to_regclass('vp_schema') IS NOT NULL") == 0:
+        return 0
+    return int(conn.scalar("SELECT coalesce(max(version), 0) FROM vp_schema") or 0)
+
+
+def current_version(db: Any) -> int:
+    if _is_pg(db):
+        return db.read(_pg_version)
     return int(db.conn.scalar("PRAGMA user_version"))
 
 
-def migrate(db: Database, *, target: int | None = None) -> int:
-    """Bring the file up to `target` (default: latest). Returns the version reached."""
+def migrate(db: Any, *, target: int | None = None) -> int:
+    """Bring the database up to `target` (default: latest). Returns the version reached."""
+    if _is_pg(db):
+        return _migrate_pg(db, target)
     all_steps = [(1, "schema.sql", schema_sql()), *steps()]
     goal = target if target is not None else all_steps[-1][0]
     if current_version(db) >= goal:
@@ -59,6 +91,29 @@ def migrate(db: Database, *, target: int | None = None) -> int:
             if version < number <= goal:
                 conn.raw.execute(sql)
                 conn.raw.execute(f"PRAGMA user_version={number}")
+                version = number
+        return version
+
+    return db.write(run)
+
+
+def _migrate_pg(db: Any, target: int | None) -> int:
+    all_steps = pg_steps()
+    if all_steps[-1][0] != latest_version():
+        raise RuntimeError(f"PostgreSQL migrations stop at {all_steps[-1][0]}, SQLite's at {latest_version()}: "
+                           "add vantage_peers/db/pg/migrations/NNN_*.sql for every SQLite step")
+    goal = target if target is not None else all_steps[-1][0]
+
+    def run(conn) -> int:
+        conn.execute(f"SELECT pg_advisory_xact_lock({_PG_LOCK})")
+        version = _pg_version(conn)
+        for number, _name, sql in all_steps:
+            if version < number <= goal:
+                conn.script(sql)
+                if number == PG_BASELINE:
+                    conn.script("CREATE TABLE vp_schema (version INTEGER NOT NULL, appliedAt BIGINT NOT NULL)")
+                conn.execute("INSERT INTO vp_schema (version, appliedAt) "
+                             "VALUES (?, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)", (number,))
                 version = number
         return version
 

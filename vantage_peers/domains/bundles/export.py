@@ -74,10 +74,10 @@ def memory_rows(conn: Connection, namespace: str, *, now: int, live_only: bool =
     live = " AND (expiresAt IS NULL OR expiresAt > ?)" if live_only else ""
     params: tuple[Any, ...] = (namespace, now) if live_only else (namespace,)
     # Streamed from the cursor (not fetched as a list): a namespace may hold millions of memories.
-    cursor = conn.raw.cursor().execute(f"SELECT {_select(MEMORY_COLS)} FROM memories WHERE namespace = ?{live} "
-                                       "ORDER BY createdAt, id", params)
-    for row in cursor:
-        yield dict(zip(MEMORY_COLS, row, strict=True))
+    rows = conn.iterate(f"SELECT {_select(MEMORY_COLS)} FROM memories WHERE namespace = ?{live} "
+                        "ORDER BY createdAt, id", params)
+    for row in rows:
+        yield dict(zip(MEMORY_COLS, row.values(), strict=True))
 
 
 # The linked-memory test looks each id up by primary key (a join would let SQLite scan the

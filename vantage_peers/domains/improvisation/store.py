@@ -86,7 +86,7 @@ def digest(conn: Connection, *, window_days: float, orchestrators: list[str] | N
     by_category: Counter[str] = Counter()
     newest: list[tuple[int, str, dict[str, str]]] = []  # min-heap of the MAX_SAMPLES newest hits
     for category, sql, args in _queries(since, now, orchestrators):
-        for rid, orch, author, body, at in conn.raw.execute(sql, args):
+        for rid, orch, author, body, at in conn.rows(sql, args):
             if not is_flagged(body, author):
                 continue
             by_orch[orch] += 1

@@ -35,13 +35,11 @@ def neighbours(conn: Connection, seqs: list[int]) -> dict[int, list[int]]:
     if len(seqs) < 2:
         return out
     marks = ",".join("?" for _ in seqs)
-    rows = sorted(conn.raw.execute(f"SELECT namespace, createdAt, id, seq FROM memories WHERE seq IN ({marks})",
-                                   seqs).fetchall())
-    cur = conn.raw.cursor()
+    rows = sorted(conn.rows(f"SELECT namespace, createdAt, id, seq FROM memories WHERE seq IN ({marks})", seqs))
     for (ns_a, at_a, id_a, seq_a), (ns_b, at_b, id_b, seq_b) in zip(rows, rows[1:], strict=False):
         if ns_a != ns_b or at_b - at_a > SESSION_GAP_MS:
             continue
-        if seq_b != seq_a + 1 and cur.execute(_BETWEEN, (ns_a, at_a, id_a, at_b, id_b)).fetchone() is not None:
+        if seq_b != seq_a + 1 and conn.rows(_BETWEEN, (ns_a, at_a, id_a, at_b, id_b)):
             continue  # another memory of the namespace sits between them
         out[int(seq_a)].append(int(seq_b))
         out[int(seq_b)].append(int(seq_a))

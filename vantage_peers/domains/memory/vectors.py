@@ -138,6 +138,6 @@ def _live_first(conn: Connection, seqs: Sequence[int], *, types: Sequence[str] |
     for start in range(0, len(seqs), 900):  # SQLite's bound-parameter budget
         part = list(seqs[start:start + 900])
         marks = ",".join("?" for _ in part)
-        keep.update(int(r[0]) for r in conn.raw.execute(
+        keep.update(int(r[0]) for r in conn.rows(
             f"SELECT seq FROM memories WHERE seq IN ({marks}) AND {' AND '.join(where)}", [*part, *params]))
     return [seq for seq in seqs if seq in keep]

@@ -26,7 +26,6 @@ from mcp.server.subscriptions import ResourceUpdated
 
 from ... import sdk
 from ...app import App
-from ...db.watch import Watcher
 from ...validators import check_name
 from . import inbox
 
@@ -108,7 +107,7 @@ class Notifier:
             return sorted(set(self.legacy) | set(self.listening))
 
     def _run(self) -> None:
-        with Watcher(str(self.app.db.path), interval=POLL_SECONDS) as watcher:
+        with self.app.db.watcher(interval=POLL_SECONDS) as watcher:
             while True:
                 uris = self._subscribed()
                 if not uris:

@@ -205,16 +205,13 @@ def fire_due(db: Database, *, now: int | None = None, batch: int = FIRE_BATCH) -
             [now, *skipped, batch],
         )
         for due in rows:
-            conn.raw.execute("SAVEPOINT fire_one")
             try:
-                task_id = _fire_one(conn, due, now)
+                with conn.savepoint("fire_one"):
+                    task_id = _fire_one(conn, due, now)
             except Exception:  # noqa: BLE001 - one broken template must not stop the others
-                conn.raw.execute("ROLLBACK TO fire_one")
-                conn.raw.execute("RELEASE fire_one")
                 log.exception("recurring task %s could not fire", due["id"])
                 skipped.append(due["id"])
                 continue
-            conn.raw.execute("RELEASE fire_one")
             if task_id is not None:
                 fired.append(task_id)
         return len(rows)

@@ -1,0 +1,171 @@
+"""The SQL the stores write (SQLite's dialect) turned into PostgreSQL's, in one place.
+
+Stores write one SQL text for both backends. Most of it is already standard; what is not is rewritten
+here, once per distinct statement (cached), so a domain store never branches on the database:
+
+- placeholders: `?` and `?N` become psycopg's `%s` / `%(pN)s` (a literal `%` is doubled);
+- `LIKE` is case-insensitive for ASCII in SQLite: `ILIKE`; `COLLATE NOCASE` is dropped (those
+  columns are CITEXT on PostgreSQL, see pg/schema.sql);
+- SQLite's planner hints (`INDEXED BY`) are dropped;
+- `INSERT OR IGNORE` becomes `INSERT … ON CONFLICT DO NOTHING`;
+- scalar `max(a, b)` / `min(a, b)` become `greatest` / `least`; `instr` becomes `strpos`;
+  `a IS ?` becomes `a IS NOT DISTINCT FROM %s`;
+- the JSON text functions (`json_each`, `json_group_array`, `json_insert(x, '$[#]', v)`,
+  `json_array_length`) become their `json`/`jsonb` equivalents on the same TEXT columns.
+
+Anything else SQLite-only (FTS5, vec0, PRAGMA) lives behind `search/` and `db/` functions instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _split_literals(sql: str) -> list[tuple[bool, str]]:
+    """(is_literal, text) pieces: single-quoted literals kept apart so rewrites never touch them."""
+    parts: list[tuple[bool, str]] = []
+    i, start, n = 0, 0, len(sql)
+    while i < n:
+        if sql[i] == "'":
+            if i > start:
+                parts.append((False, sql[start:i]))
+            j = i + 1
+            while j < n:
+                if sql[j] == "'":
+                    if j + 1 < n and sql[j + 1] == "'":
+                        j += 2
+                        continue
+                    break
+                j += 1
+            parts.append((True, sql[i:j + 1]))
+            i = start = j + 1
+        else:
+            i += 1
+    if start < n:
+        parts.append((False, sql[start:]))
+    return parts
+
+
+def _call_args(text: str, open_at: int) -> tuple[list[str], int]:
+    """The top-level comma-separated arguments of the call whose '(' is at `open_at`, and the index after ')'."""
+    depth, args, cur, i, quote = 0, [], [], open_at, False
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            cur.append(ch)
+            if ch == "'":
+                quote = False
+        elif ch == "'":
+            quote = True
+            cur.append(ch)
+        elif ch == "(":
+            depth += 1
+            if depth > 1:
+                cur.append(ch)
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                args.append("".join(cur).strip())
+                return args, i + 1
+            cur.append(ch)
+        elif ch == "," and depth == 1:
+            args.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    raise ValueError(f"unbalanced parentheses in SQL: {text[open_at:open_at + 80]!r}")
+
+
+def _rewrite_calls(sql: str, name: str, rewrite) -> str:
+    """Replace every call `name(...)` (case-insensitive) by `rewrite(args, rest_after_call) -> (new, consumed)`."""
+    pattern = re.compile(rf"\b{name}\s*\(", re.IGNORECASE)
+    out, pos = [], 0
+    while True:
+        m = pattern.search(sql, pos)
+        if m is None:
+            out.append(sql[pos:])
+            return "".join(out)
+        args, end = _call_args(sql, m.end() - 1)
+        new, consumed = rewrite(args, sql[end:])
+        out.append(sql[pos:m.start()])
+        out.append(new)
+        pos = end + consumed
+
+
+def _json_each(args: list[str], rest: str) -> tuple[str, int]:
+    alias = re.match(r"\s+(?:AS\s+)?([A-Za-z_]\w*)\b", rest, re.IGNORECASE)
+    keywords = {"where", "on", "join", "group", "order", "limit", "left", "inner", "cross", "union"}
+    if alias and alias.group(1).lower() not in keywords:
+        return f"json_array_elements_text(({args[0]})::json) AS {alias.group(1)}(value)", alias.end()
+    return f"json_array_elements_text(({args[0]})::json) AS json_each(value)", 0
+
+
+def _json_insert(args: list[str], rest: str) -> tuple[str, int]:
+    if len(args) != 3 or args[1] != "'$[#]'":
+        raise ValueError("only json_insert(x, '$[#]', value) (append) is supported on PostgreSQL")
+    return f"(({args[0]})::jsonb || jsonb_build_array({args[2]}))::text", 0
+
+
+def _code(text: str) -> str:
+    """Rewrite one piece of SQL that holds no string literal."""
+    text = re.sub(r"\bINSERT\s+OR\s+IGNORE\s+INTO\b", "INSERT /*IGNORE*/ INTO", text, flags=re.IGNORECASE)
+    text = re.sub(r"\s+COLLATE\s+NOCASE\b", "", text, flags=re.IGNORECASE)
+    text = re.sub(r"\s+(?:INDEXED\s+BY\s+\w+|NOT\s+INDEXED)\b", "", text, flags=re.IGNORECASE)  # planner hints
+    text = re.sub(r"\bNOT\s+LIKE\b", "NOT ILIKE", text, flags=re.IGNORECASE)
+    text = re.sub(r"(?<!NOT )\bLIKE\b", "ILIKE", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bIS\s+NOT\s+\?", "IS DISTINCT FROM ?", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bIS\s+\?", "IS NOT DISTINCT FROM ?", text, flags=re.IGNORECASE)
+    text = re.sub(r"\binstr\s*\(", "strpos(", text, flags=re.IGNORECASE)
+    return text
+
+
+def _placeholders(text: str) -> tuple[str, bool]:
+    """`?N` -> %(pN)s, `?` -> %s, `%` -> `%%`; True when numbered placeholders were used."""
+    text = text.replace("%", "%%")
+    numbered = bool(re.search(r"\?\d", text))
+    text = re.sub(r"\?(\d+)", lambda m: f"%(p{m.group(1)})s", text)
+    return text.replace("?", "%s"), numbered
+
+
+@functools.lru_cache(maxsize=4096)
+def to_postgres(sql: str) -> tuple[str, bool]:
+    """(PostgreSQL text, uses numbered parameters) for one SQLite statement."""
+    pieces = [(lit, piece if lit else _code(piece)) for lit, piece in _split_literals(sql)]
+    text = "".join(piece for _, piece in pieces)
+    # Calls can span literals ('$[#]', '[]'): rewritten on the whole text, their parsers skip quotes.
+    text = _rewrite_calls(text, "json_each", _json_each)
+    text = _rewrite_calls(text, "json_insert", _json_insert)
+    text = _rewrite_calls(text, "json_array_length", lambda a, r: (f"json_array_length(({a[0]})::json)", 0))
+    text = _rewrite_calls(text, "json_group_array",
+                          lambda a, r: (f"coalesce(json_agg({a[0]}), '[]'::json)::text", 0))
+    text = _rewrite_calls(text, "max", lambda a, r: ((f"greatest({', '.join(a)})" if len(a) > 1
+                                                       else f"max({a[0]})"), 0))
+    text = _rewrite_calls(text, "min", lambda a, r: ((f"least({', '.join(a)})" if len(a) > 1
+                                                       else f"min({a[0]})"), 0))
+    if "/*IGNORE*/" in text:
+        text = text.replace("/*IGNORE*/ ", "")
+        returning = re.search(r"\bRETURNING\b", text, re.IGNORECASE)
+        if returning:
+            text = f"{text[:returning.start()]}ON CONFLICT DO NOTHING {text[returning.start():]}"
+        else:
+            text = f"{text.rstrip().rstrip(';')} ON CONFLICT DO NOTHING"
+    out, numbered = [], False
+    for lit, piece in _split_literals(text):
+        if lit:
+            out.append(piece.replace("%", "%%"))
+        else:
+            converted, used = _placeholders(piece)
+            numbered = numbered or used
+            out.append(converted)
+    return "".join(out), numbered
+
+
+@functools.lru_cache(maxsize=4096)
+def identifiers(sql: str) -> dict[str, str]:
+    """lower-case -> as written, for every mixed-case word of a statement: PostgreSQL folds unquoted
+    names to lower case, so result columns are given back the names the SQL (and the schema) spell."""
+    return {w.lower(): w for w in _WORD.findall(sql) if not w.islower() and not w.isupper()}

@@ -1,0 +1,346 @@
+"""PostgreSQL behind the same `Database` / `Connection` API as the SQLite file (issue #25).
+
+`VP_DATABASE_URL=postgresql://…` selects it; psycopg is an optional extra (`vantage-peers[postgres]`)
+imported only here. What differs from SQLite is kept in `db/` (dialect.py rewrites the SQL, this module
+runs it) and `search/` (full text and vectors), so domain stores are the same code on both.
+
+Guarantees, as on SQLite: every `write` is one transaction, retried as a whole on a conflict within
+the call's busy budget and `BUSY` after it. SQLite gets them by serializing writers (`BEGIN
+IMMEDIATE`); PostgreSQL lets writers run side by side under SERIALIZABLE isolation, which aborts
+one of two transactions whose reads and writes could not have happened one after the other
+(40001) — the read-then-write patterns of the stores (one checkout winner, one receipt per
+recipient, one firing per occurrence) stay exactly-once without a table lock. Reads run in one
+REPEATABLE READ snapshot. A row lock waited on longer than the budget (`lock_timeout`) is BUSY too.
+
+Connections come from one pool per process (`VP_PG_POOL_SIZE`, default 10): a transaction borrows one
+and gives it back; size it so that processes × pool stays under the server's `max_connections`.
+Every write transaction ends with `pg_notify('vp_commit')`, which `Watcher` listens to: the
+equivalent of SQLite's `PRAGMA data_version` for `wait`, subscriptions and the dashboard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import decimal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from importlib import resources
+from typing import Any, TypeVar
+
+from ..errors import VantageError
+from . import busy
+from .busy import CallScope
+from .dialect import identifiers, to_postgres
+
+try:
+    import psycopg
+    import psycopg_pool
+    from psycopg import errors as pg_errors
+except ImportError:  # pragma: no cover - the extra is not installed
+    psycopg = None  # type: ignore[assignment]
+
+T = TypeVar("T")
+Row = dict[str, Any]
+
+NOTIFY_CHANNEL = "vp_commit"
+
+
+class PostgresMissing(VantageError):
+    code = "CONFIG"
+
+
+def _need_driver() -> None:
+    if psycopg is None:
+        raise PostgresMissing("VP_DATABASE_URL names PostgreSQL but its driver is not installed: "
+                              "install vantage-peers[postgres] (psycopg and psycopg-pool)")
+
+
+def retryable() -> tuple[type[BaseException], ...]:
+    """Conflicts that mean "the same transaction again may succeed": serialization, deadlock, lock wait."""
+    return (pg_errors.SerializationFailure, pg_errors.DeadlockDetected, pg_errors.LockNotAvailable,
+            psycopg_pool.PoolTimeout)
+
+
+def _schema_names() -> dict[str, str]:
+    return identifiers(schema_text())
+
+
+def schema_text() -> str:
+    return resources.files("vantage_peers.db").joinpath("pg", "schema.sql").read_text(encoding="utf-8")
+
+
+def _plain(value: Any) -> Any:
+    """Values as SQLite would give them: numbers not Decimal, booleans as 0/1, bytes not memoryview."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, decimal.Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, memoryview):
+        return bytes(value)
+    return value
+
+
+class PgConnection:
+    """One pooled psycopg connection with the SQLite Connection's methods (dict rows, `?` placeholders)."""
+
+    backend = "postgres"
+
+    def __init__(self, raw: Any, db: PgDatabase) -> None:
+        self.raw = raw
+        self.db = db
+        self.in_tx: str | None = None
+        self.closed = False
+        self.vec_version = db.vec_version
+        self.busy_timeout_ms = db.busy_timeout_ms
+        self.journal_mode = "postgres"
+
+    def _cursor(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> Any:
+        text, numbered = to_postgres(sql)
+        if numbered and not isinstance(params, dict):
+            params = {f"p{i + 1}": v for i, v in enumerate(params)}
+        elif isinstance(params, dict) and params:
+            raise ValueError("named :parameters are not supported on PostgreSQL; use ? or ?N")
+        cur = self.raw.cursor()
+        cur.execute(text, params if isinstance(params, dict) else tuple(params))
+        return cur
+
+    def _names(self, sql: str, cur: Any) -> list[str]:
+        names = self.db.names
+        local = identifiers(sql)
+        return [local.get(d.name, names.get(d.name, d.name)) for d in cur.description]
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
+        return list(self.iterate(sql, params))
+
+    def iterate(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Iterator[Row]:
+        cur = self._cursor(sql, params)
+        if cur.description is None:
+            return
+        names = self._names(sql, cur)
+        for row in cur:
+            yield {name: _plain(value) for name, value in zip(names, row, strict=True)}
+
+    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+        """Plain tuples (the `conn.raw.execute(...)` of the SQLite connection)."""
+        cur = self._cursor(sql, params)
+        if cur.description is None:
+            return []
+        return [tuple(_plain(v) for v in row) for row in cur]
+
+    def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Row | None:
+        for row in self.iterate(sql, params):
+            return row
+        return None
+
+    def scalar(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        cur = self._cursor(sql, params)
+        if cur.description is None:
+            return None
+        row = cur.fetchone()
+        return None if row is None else _plain(row[0])
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> int:
+        cur = self._cursor(sql, params)
+        return max(0, cur.rowcount)
+
+    def executemany(self, sql: str, seq: Sequence[Sequence[Any]]) -> None:
+        text, numbered = to_postgres(sql)
+        batch = [{f"p{i + 1}": v for i, v in enumerate(p)} for p in seq] if numbered else [tuple(p) for p in seq]
+        if batch:
+            self.raw.cursor().executemany(text, batch)
+
+    def script(self, sql: str) -> None:
+        """Several statements of PostgreSQL DDL (migrations), run as written."""
+        self.raw.execute(sql)
+
+    @contextlib.contextmanager
+    def savepoint(self, name: str) -> Iterator[None]:
+        self.raw.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            self.raw.execute(f"ROLLBACK TO SAVEPOINT {name}")
+            self.raw.execute(f"RELEASE SAVEPOINT {name}")
+            raise
+        self.raw.execute(f"RELEASE SAVEPOINT {name}")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class PgDatabase:
+    """The PostgreSQL counterpart of `connection.Database`: same write/read/call_scope/close."""
+
+    backend = "postgres"
+
+    def __init__(self, url: str, *, busy_timeout_ms: int = 5_000, search_budget_ms: int = 2_000,
+                 pool_size: int = 10) -> None:
+        _need_driver()
+        self.url = url
+        self.path = _redacted(url)  # what messages name as "the database"
+        self.busy_timeout_ms = busy_timeout_ms
+        self.search_budget_ms = search_budget_ms
+        self.journal_mode = "postgres"
+        self.journal_warning: str | None = None
+        self.guard = None
+        self._local = threading.local()
+        self.pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=max(1, pool_size), open=False,
+                                                kwargs={"autocommit": True}, name="vantage-peers",
+                                                timeout=max(1.0, busy_timeout_ms / 1000))
+        self.pool.open(wait=True, timeout=30)
+        with self.pool.connection() as raw:
+            raw.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            self.vec_version = raw.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+            self.vec_version = self.vec_version[0] if self.vec_version else None
+        self.names = _schema_names()
+
+    # The thread's connection outside a transaction (migrations' version check, doctor): borrowed and kept.
+    @property
+    def conn(self) -> PgConnection:
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            return current
+        kept = getattr(self._local, "kept", None)
+        if kept is None:
+            raw = self.pool.getconn()
+            kept = self._local.kept = PgConnection(raw, self)
+        return kept
+
+    @contextlib.contextmanager
+    def _borrowed(self) -> Iterator[PgConnection]:
+        with self.pool.connection() as raw:
+            conn = PgConnection(raw, self)
+            self._local.conn = conn
+            try:
+                yield conn
+            finally:
+                self._local.conn = None
+
+    @contextlib.contextmanager
+    def call_scope(self, busy_ms: int | None = None) -> Iterator[CallScope]:
+        budget = self.busy_timeout_ms if busy_ms is None else busy_ms
+        with busy.call_scope(budget, self.search_budget_ms) as scope:
+            yield scope
+
+    def _run(self, fn: Callable[[PgConnection], T], begin: str, kind: str) -> T:
+        current = getattr(self._local, "conn", None)
+        if current is not None and current.in_tx:
+            if kind == "write" and current.in_tx == "read":
+                raise RuntimeError("write() inside read(): start the outer transaction with write()")
+            return fn(current)
+        with busy.call_scope(self.busy_timeout_ms, self.search_budget_ms) as scope:
+            def attempt() -> T:
+                with self._borrowed() as conn:
+                    raw = conn.raw
+                    raw.execute(begin)
+                    conn.in_tx = kind
+                    try:
+                        # A row lock held by another transaction: wait at most what is left of the budget.
+                        raw.execute(f"SET LOCAL lock_timeout = {max(1, scope.remaining_ms())}")
+                        result = fn(conn)
+                        if kind == "write":
+                            raw.execute(f"SELECT pg_notify('{NOTIFY_CHANNEL}', '')")
+                        conn.in_tx = None
+                        raw.execute("COMMIT")
+                        return result
+                    except BaseException:
+                        conn.in_tx = None
+                        with contextlib.suppress(Exception):
+                            raw.execute("ROLLBACK")
+                        raise
+
+            return busy.retry(attempt, scope, errors=retryable())
+
+    def write(self, fn: Callable[[PgConnection], T]) -> T:
+        return self._run(fn, "BEGIN ISOLATION LEVEL SERIALIZABLE", "write")
+
+    def read(self, fn: Callable[[PgConnection], T]) -> T:
+        return self._run(fn, "BEGIN ISOLATION LEVEL REPEATABLE READ", "read")
+
+    def open_connections(self) -> int:
+        return int(self.pool.get_stats().get("pool_size", 0))
+
+    def watcher(self, *, interval: float = 0.2) -> PgWatcher:
+        return PgWatcher(self.url, interval=interval)
+
+    def close(self) -> None:
+        kept = getattr(self._local, "kept", None)
+        if kept is not None:
+            with contextlib.suppress(Exception):
+                self.pool.putconn(kept.raw)
+            self._local.kept = None
+        with contextlib.suppress(Exception):
+            self.pool.close()
+
+
+class PgWatcher:
+    """`db.watch.Watcher` on PostgreSQL: LISTEN on the channel every write transaction notifies."""
+
+    def __init__(self, url: str, *, interval: float = 0.2) -> None:
+        _need_driver()
+        self.interval = interval
+        self._conn = psycopg.connect(url, autocommit=True)
+        self._conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+
+    def _drain(self, timeout: float) -> bool:
+        got = False
+        for _ in self._conn.notifies(timeout=timeout, stop_after=1):
+            got = True
+        if got:  # more may be queued: one change is enough, empty the queue
+            for _ in self._conn.notifies(timeout=0):
+                pass
+        return got
+
+    def changed(self) -> bool:
+        with self._lock:
+            if self._closed.is_set():
+                return False
+            return self._drain(0)
+
+    def wait(self, timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        while not self._closed.is_set():
+            pause = self.interval
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                pause = min(pause, left)
+            with self._lock:
+                if self._closed.is_set():
+                    return False
+                if self._drain(pause):
+                    return True
+        return False
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed.is_set():
+                self._closed.set()
+                with contextlib.suppress(Exception):
+                    self._conn.close()
+
+    def __enter__(self) -> PgWatcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _redacted(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        parts = conninfo_to_dict(url)
+    except Exception:  # noqa: BLE001 - a message detail only
+        return "the PostgreSQL database"
+    host = parts.get("host") or "localhost"
+    return f"postgresql://{parts.get('user') or ''}@{host}/{parts.get('dbname') or ''}"
+
+
+def is_url(value: str | None) -> bool:
+    return bool(value) and str(value).startswith(("postgresql://", "postgres://"))
