@@ -86,7 +86,9 @@ def db_path(tmp_path: Path) -> Path:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Tests marked `backends` run once on the SQLite file and once on PostgreSQL (issue #25)."""
     if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("backends"):
-        metafunc.parametrize("backend", ["sqlite", "postgres"], indirect=True)
+        # `sqlite_only`: a test of SQLite itself (its query plans, PRAGMAs) inside a module that runs on both.
+        only = metafunc.definition.get_closest_marker("sqlite_only")
+        metafunc.parametrize("backend", ["sqlite"] if only else ["sqlite", "postgres"], indirect=True)
 
 
 @pytest.fixture
@@ -108,6 +110,12 @@ def database_url(backend: str) -> Iterator[str | None]:
     url = postgres.fresh_database()
     yield url
     postgres.drop_database(url)
+
+
+@pytest.fixture
+def db_target(db_path: Path, database_url: str | None) -> str:
+    """What a child process opens (`vantage_peers.db.open_target`): the PostgreSQL URL or the file."""
+    return database_url or str(db_path)
 
 
 @pytest.fixture

@@ -9,6 +9,8 @@ from conftest import make_settings, open_tools
 
 from vantage_peers.server import create_app
 
+pytestmark = pytest.mark.backends
+
 
 @pytest.fixture
 def sigma(db_path):

@@ -12,6 +12,8 @@ import pytest
 from vantage_peers.domains.messaging.tools_delivery import JOB
 from vantage_peers.scheduler import Scheduler
 
+pytestmark = pytest.mark.backends
+
 
 def send(tools, sender, channel, content="hi", **kw):
     return tools.call("send_message", **{"from": sender, "channel": channel, "content": content, **kw})
@@ -168,12 +170,15 @@ def test_status_marks_silent_peers_stale(app, team):
     assert "STALE" in line
 
 
-def test_hostile_input_to_delivery_tools(team):
+def test_hostile_input_to_delivery_tools(team, backend):
     sent = send(team, "alice", "bob", "x", ackRequired=True)
+    # PostgreSQL's TEXT cannot hold U+0000: there it is refused by name (db/postgres.py), never a crash.
+    refused = ("NOT_FOUND",) if backend == "sqlite" else ("NOT_FOUND", "NUL character")
     for bad in ("' OR 1=1 --", "msg_\x00", "%", "*", '"; DROP TABLE messages; --'):
-        assert "NOT_FOUND" in team.error("acknowledge_message", messageId=bad, recipient="bob")
-        assert "NOT_FOUND" in team.error("acknowledge_message", receiptIds=[bad], recipient="bob")
-        assert "NOT_FOUND" in team.error("get_message_delivery", messageId=bad, callerOrchestrator="alice")
+        for err in (team.error("acknowledge_message", messageId=bad, recipient="bob"),
+                    team.error("acknowledge_message", receiptIds=[bad], recipient="bob"),
+                    team.error("get_message_delivery", messageId=bad, callerOrchestrator="alice")):
+            assert any(code in err for code in refused), err
     assert "INVALID_ARGUMENT" in team.error("acknowledge_message", receiptIds=[f"r{i}" for i in range(501)],
                                             recipient="bob")
     assert "INVALID_ARGUMENT" in team.error("acknowledge_message", receiptIds=[], recipient="bob")
@@ -191,6 +196,7 @@ def test_hostile_input_to_delivery_tools(team):
                      callerOrchestrator="alice")["counts"]["acknowledged"] == 0
 
 
+@pytest.mark.sqlite_only
 def test_migration_012_columns_exist_on_a_fresh_file(app):
     cols = {r["name"] for r in app.db.read(lambda c: c.query("PRAGMA table_info(messageReceipts)"))}
     assert {"ackRequired", "ackTimeoutMs", "ackedAt", "ackNote", "ackedBy", "deliveryAttempt", "redeliveredAt",

@@ -18,6 +18,8 @@ from vantage_peers.ids import now_ms
 from vantage_peers.scheduler import Scheduler
 from vantage_peers.server import create_app
 
+pytestmark = pytest.mark.backends
+
 T0 = 1_800_000_000_000
 MIN = 60_000
 

@@ -7,6 +7,8 @@ import pytest
 from vantage_peers.domains.messaging import store
 from vantage_peers.domains.profiles import store as profiles
 
+pytestmark = pytest.mark.backends
+
 
 @pytest.fixture
 def db(db):
@@ -52,6 +54,7 @@ def test_mark_as_read_many_ids_and_check_limit(db):
     assert [m["content"] for m in rest] == [f"m{i}" for i in range(1100, 1200)]
 
 
+@pytest.mark.sqlite_only
 def test_check_messages_uses_the_unread_index(db):
     plan = db.conn.query(
         "EXPLAIN QUERY PLAN SELECT r.id FROM messageReceipts r INDEXED BY receipts_unread "

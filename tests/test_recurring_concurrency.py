@@ -7,10 +7,13 @@ import os
 import signal
 import time
 
+import pytest
 from support.recurring_worker import context, ticker
 
 from vantage_peers import cron
 from vantage_peers.domains.recurring import store
+
+pytestmark = pytest.mark.backends
 
 MIN = 60_000
 STEPS = 30
@@ -18,7 +21,7 @@ EVERY = {"* * * * *": 1, "*/2 * * * *": 2, "*/5 * * * *": 5}
 PER_SCHEDULE = 40
 
 
-def test_processes_fire_each_occurrence_once_and_a_killed_one_leaves_no_gap(db, db_path):
+def test_processes_fire_each_occurrence_once_and_a_killed_one_leaves_no_gap(db, db_target):
     start = cron.to_ms(cron.from_ms(1_780_000_000_000).replace(minute=0, second=0, microsecond=0))
     ids: dict[str, int] = {}
     for expr, every in EVERY.items():
@@ -34,8 +37,8 @@ def test_processes_fire_each_occurrence_once_and_a_killed_one_leaves_no_gap(db, 
     ctx = context()
     clock, victim_clock = ctx.Value("q", start), ctx.Value("q", start)
     stop, stalled, ready = ctx.Event(), ctx.Event(), ctx.Barrier(4)
-    victim = ctx.Process(target=ticker, args=(str(db_path), victim_clock, stop, ready, stalled))
-    workers = [ctx.Process(target=ticker, args=(str(db_path), clock, stop, ready)) for _ in range(2)]
+    victim = ctx.Process(target=ticker, args=(db_target, victim_clock, stop, ready, stalled))
+    workers = [ctx.Process(target=ticker, args=(db_target, clock, stop, ready)) for _ in range(2)]
     for p in (victim, *workers):
         p.start()
     try:

@@ -13,6 +13,8 @@ from vantage_peers.domains.recurring import store
 from vantage_peers.domains.tasks import store as tasks_store
 from vantage_peers.errors import InvalidArgument
 
+pytestmark = pytest.mark.backends
+
 MIN = 60_000
 
 

@@ -7,6 +7,8 @@ import pytest
 from vantage_peers.domains.recurring import store
 from vantage_peers.ids import now_ms
 
+pytestmark = pytest.mark.backends
+
 TOOLS = ("create_recurring_task", "get_recurring_task", "list_recurring_tasks", "update_recurring_task",
          "delete_recurring_task", "pause_recurring_task", "resume_recurring_task")
 

@@ -9,6 +9,8 @@ from vantage_peers.errors import Forbidden, InvalidArgument, NotFound
 from vantage_peers.rbac import require_party
 from vantage_peers.validators import iso_date, json_object, number, text, text_list
 
+pytestmark = pytest.mark.backends
+
 NOTES = Table(name="briefingNotes", prefix="brf", label="briefing note", json_cols=("participants", "decisions"))
 
 

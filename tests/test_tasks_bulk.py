@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from support.tasks_helpers import mission, task
 
 from vantage_peers.domains.tasks import bulk, store
+
+pytestmark = pytest.mark.backends
 
 
 def insert_many(app, n, **over):

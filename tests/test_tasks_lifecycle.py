@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from support.tasks_helpers import mission, task
+
+pytestmark = pytest.mark.backends
 
 
 def seg_start(app, tid, minutes_ago):

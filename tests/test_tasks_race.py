@@ -5,9 +5,12 @@ from __future__ import annotations
 import multiprocessing as mp
 from collections import Counter
 
+import pytest
 from support.tasks_race_worker import race
 
 from vantage_peers.domains.tasks import store
+
+pytestmark = pytest.mark.backends
 
 PROCESSES = 3
 THREADS = 8  # 24 concurrent racers per round

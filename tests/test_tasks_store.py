@@ -9,6 +9,8 @@ from vantage_peers.domains.tasks import issue_links, lifecycle, store
 from vantage_peers.domains.tasks.rules import AUTO_GENERATED_SQL, is_auto_generated
 from vantage_peers.errors import Conflict, Forbidden, InvalidState, NotFound
 
+pytestmark = pytest.mark.backends
+
 MIN = 60_000
 T0 = 1_800_000_000_000
 

@@ -7,6 +7,8 @@ from support.tasks_helpers import mission, page_all, task
 
 from vantage_peers.domains.tasks.rules import TASK_LITE
 
+pytestmark = pytest.mark.backends
+
 
 def test_create_returns_bare_id_and_get_shows_everything(tools):
     tid = task(tools, title="Fix login #12", description="d", project="studio/a", tags=["x", "y"], dueDate=5,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from support.tasks_helpers import task
 
+pytestmark = pytest.mark.backends
+
 
 def lint(tools, tool, **payload):
     return tools.call("validate_task_payload", tool=tool, payload=payload)

@@ -180,10 +180,10 @@ def run_embeddings(app, **kwargs: Any) -> dict[str, Any]:
 # -- helpers run in child processes (module-level so `spawn` can import them) ------------------------
 def child_store(path: str, writer: str, count: int) -> None:
     """Open the file independently and store `count` memories, one transaction each."""
-    from vantage_peers.db import Database, migrate
+    from vantage_peers.db import migrate, open_target
     from vantage_peers.domains.memory import store
 
-    db = Database(path)
+    db = open_target(path)
     migrate(db)
     for i in range(count):
         db.write(lambda c, i=i: store.store_memory(

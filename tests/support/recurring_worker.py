@@ -20,7 +20,7 @@ def ticker(path: str, clock, stop, ready, stalled=None) -> None:
     With `stalled` (an Event), this process is the victim: on its third fire it signals and then
     sleeps inside the open write transaction, holding the lock, until the test SIGKILLs it.
     """
-    from vantage_peers.db import Database
+    from vantage_peers.db import open_target
     from vantage_peers.domains.recurring import store
     from vantage_peers.domains.tasks import store as tasks_store
 
@@ -37,7 +37,7 @@ def ticker(path: str, clock, stop, ready, stalled=None) -> None:
             return task_id
 
         tasks_store.create_task = stalling
-    db = Database(Path(path))
+    db = open_target(path)
     ready.wait()
     while not stop.is_set():
         store.fire_due(db, now=clock.value)

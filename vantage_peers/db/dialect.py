@@ -90,6 +90,7 @@ def _rewrite_calls(sql: str, name: str, rewrite) -> str:
             out.append(sql[pos:])
             return "".join(out)
         args, end = _call_args(sql, m.end() - 1)
+        args = [_rewrite_calls(a, name, rewrite) for a in args]  # nested calls of the same function
         new, consumed = rewrite(args, sql[end:])
         out.append(sql[pos:m.start()])
         out.append(new)
@@ -107,7 +108,7 @@ def _json_each(args: list[str], rest: str) -> tuple[str, int]:
 def _json_insert(args: list[str], rest: str) -> tuple[str, int]:
     if len(args) != 3 or args[1] != "'$[#]'":
         raise ValueError("only json_insert(x, '$[#]', value) (append) is supported on PostgreSQL")
-    return f"(({args[0]})::jsonb || jsonb_build_array({args[2]}))::text", 0
+    return f"(({args[0]})::jsonb || jsonb_build_array(({args[2]})::text))::text", 0
 
 
 def _code(text: str) -> str:
@@ -117,18 +118,27 @@ def _code(text: str) -> str:
     text = re.sub(r"\s+(?:INDEXED\s+BY\s+\w+|NOT\s+INDEXED)\b", "", text, flags=re.IGNORECASE)  # planner hints
     text = re.sub(r"\bNOT\s+LIKE\b", "NOT ILIKE", text, flags=re.IGNORECASE)
     text = re.sub(r"(?<!NOT )\bLIKE\b", "ILIKE", text, flags=re.IGNORECASE)
+    # A bare parameter tested for NULL has no type to infer: give it one (any value casts to text).
+    text = re.sub(r"(\?\d*)\s+IS\s+(NOT\s+)?NULL\b", lambda m: f"CAST({m.group(1)} AS TEXT) IS {m.group(2) or ''}NULL",
+                  text, flags=re.IGNORECASE)
     text = re.sub(r"\bIS\s+NOT\s+\?", "IS DISTINCT FROM ?", text, flags=re.IGNORECASE)
     text = re.sub(r"\bIS\s+\?", "IS NOT DISTINCT FROM ?", text, flags=re.IGNORECASE)
     text = re.sub(r"\binstr\s*\(", "strpos(", text, flags=re.IGNORECASE)
     return text
 
 
-def _placeholders(text: str) -> tuple[str, bool]:
-    """`?N` -> %(pN)s, `?` -> %s, `%` -> `%%`; True when numbered placeholders were used."""
+def _placeholders(text: str, numbered: bool, last: list[int]) -> str:
+    """`?N` -> %(pN)s, `?` -> %s (or, in a statement with numbered ones, the next number as SQLite
+    counts: one more than the largest so far), `%` -> `%%`."""
     text = text.replace("%", "%%")
-    numbered = bool(re.search(r"\?\d", text))
-    text = re.sub(r"\?(\d+)", lambda m: f"%(p{m.group(1)})s", text)
-    return text.replace("?", "%s"), numbered
+
+    def one(m: re.Match[str]) -> str:
+        if not numbered:
+            return "%s"
+        last[0] = int(m.group(1)) if m.group(1) else last[0] + 1
+        return f"%(p{last[0]})s"
+
+    return re.sub(r"\?(\d*)", one, text)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -153,14 +163,10 @@ def to_postgres(sql: str) -> tuple[str, bool]:
             text = f"{text[:returning.start()]}ON CONFLICT DO NOTHING {text[returning.start():]}"
         else:
             text = f"{text.rstrip().rstrip(';')} ON CONFLICT DO NOTHING"
-    out, numbered = [], False
-    for lit, piece in _split_literals(text):
-        if lit:
-            out.append(piece.replace("%", "%%"))
-        else:
-            converted, used = _placeholders(piece)
-            numbered = numbered or used
-            out.append(converted)
+    pieces = _split_literals(text)
+    numbered = any(not lit and re.search(r"\?\d", piece) for lit, piece in pieces)
+    last = [0]
+    out = [piece.replace("%", "%%") if lit else _placeholders(piece, numbered, last) for lit, piece in pieces]
     return "".join(out), numbered
 
 

@@ -70,6 +70,18 @@ def schema_text() -> str:
     return resources.files("vantage_peers.db").joinpath("pg", "schema.sql").read_text(encoding="utf-8")
 
 
+class NulInText(VantageError):
+    code = "INVALID_ARGUMENT"
+
+
+def _no_nul(values: Any) -> None:
+    """PostgreSQL's TEXT cannot hold U+0000 (SQLite's can): refuse it by name, not as a driver error."""
+    for value in values:
+        if isinstance(value, str) and "\x00" in value:
+            raise NulInText("text containing the NUL character (U+0000) cannot be stored or matched on "
+                            "PostgreSQL; remove it and call again")
+
+
 def _plain(value: Any) -> Any:
     """Values as SQLite would give them: numbers not Decimal, booleans as 0/1, bytes not memoryview."""
     if isinstance(value, bool):
@@ -96,6 +108,7 @@ class PgConnection:
         self.journal_mode = "postgres"
 
     def _cursor(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> Any:
+        _no_nul(params.values() if isinstance(params, dict) else params)
         text, numbered = to_postgres(sql)
         if numbered and not isinstance(params, dict):
             params = {f"p{i + 1}": v for i, v in enumerate(params)}
@@ -146,6 +159,8 @@ class PgConnection:
 
     def executemany(self, sql: str, seq: Sequence[Sequence[Any]]) -> None:
         text, numbered = to_postgres(sql)
+        for p in seq:
+            _no_nul(p)
         batch = [{f"p{i + 1}": v for i, v in enumerate(p)} for p in seq] if numbered else [tuple(p) for p in seq]
         if batch:
             self.raw.cursor().executemany(text, batch)

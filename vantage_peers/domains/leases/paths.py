@@ -128,18 +128,10 @@ def release(conn: Connection, *, ids: list[str] | None, paths: list[str] | None,
     return {"released": [r["id"] for r in released], "count": len(released)}
 
 
-def _table_has(conn: Connection, table: str, column: str) -> bool:
-    return any(r["name"] == column for r in conn.query(f"PRAGMA table_info({table})"))
-
-
 def repo_owner(conn: Connection, repo: str) -> str | None:
-    """The `createdBy` of the repo mapping of `repo`, when the mappings table records an owner."""
-    for table in ("repoMappings", "repo_mappings", "githubRepoMapping"):
-        if _table_has(conn, table, "createdBy") and _table_has(conn, table, "repo"):
-            owner = conn.scalar(f"SELECT createdBy FROM {table} WHERE repo = ? COLLATE NOCASE", (repo,))
-            if owner:
-                return str(owner)
-    return None
+    """The `createdBy` of the repo mapping of `repo` (migration 011 records the owner)."""
+    owner = conn.scalar("SELECT createdBy FROM githubRepoMapping WHERE repo = ? COLLATE NOCASE", (repo,))
+    return str(owner) if owner else None
 
 
 def force_release(conn: Connection, *, reservation_id: str, reason: str, caller: str, master: bool,

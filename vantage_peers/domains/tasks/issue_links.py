@@ -32,11 +32,7 @@ def repo_mapping_for(conn: Connection, project: str | None) -> dict[str, Any] | 
     """The active repo mapping of `project`, when the GitHub domain's mapping table exists."""
     if not project:
         return None
-    columns = {r["name"] for r in conn.query(f"SELECT name FROM pragma_table_info('{MAPPING_TABLE}')")}
-    if "project" not in columns:
-        return None
-    active = " AND coalesce(active, 1) != 0" if "active" in columns else ""
-    return conn.one(f"SELECT * FROM {MAPPING_TABLE} WHERE project = ?{active} LIMIT 1", (project,))
+    return conn.one(f"SELECT * FROM {MAPPING_TABLE} WHERE project = ? AND active != 0 LIMIT 1", (project,))
 
 
 def link_issues_on_completion(conn: Connection, task: dict[str, Any], linker: IssueLinker) -> None:
