@@ -1,5 +1,5 @@
-"""Two `serve` processes and a stdio process on one file: messages and task claims exactly once;
-SIGTERM stops a busy server cleanly."""
+"""Two `serve` processes and a stdio process on one file — or one PostgreSQL, standing for several
+hosts (issue #25): messages and task claims exactly once; SIGTERM stops a busy server cleanly."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import random
 
 import anyio
 import apsw
+import pytest
 from mcp import Client, StdioServerParameters
 from support.http_helpers import MASTER, Serve, mcp_session, script, serving, text
 
@@ -16,11 +17,13 @@ TASKS = 12
 MESSAGES = 6
 
 
-def test_two_serve_processes_and_stdio_share_one_file_exactly_once(tmp_path):
+@pytest.mark.backends
+def test_two_serve_processes_and_stdio_share_one_file_exactly_once(tmp_path, database_url):
     db = tmp_path / "shared.db"
-    with serving(db) as a, serving(db) as b:
+    pg = {"VP_DATABASE_URL": database_url} if database_url else {}
+    with serving(db, env=pg) as a, serving(db, env=pg) as b:
         stdio = StdioServerParameters(command=script(), args=[], cwd=str(tmp_path),
-                                      env={**os.environ, "VP_DB_PATH": str(db), "VP_SCHEDULER": "off"})
+                                      env={**os.environ, "VP_DB_PATH": str(db), "VP_SCHEDULER": "off", **pg})
 
         async def make_tasks(client):
             ids = []

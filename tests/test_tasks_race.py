@@ -17,12 +17,12 @@ THREADS = 8  # 24 concurrent racers per round
 ROUNDS = 12
 
 
-def test_exactly_one_winner_across_processes(app, db_path):
+def test_exactly_one_winner_across_processes(app, db_target):
     payload = {"title": "contended", "assignedTo": "pool", "priority": "high", "createdBy": "pi"}
     ids = app.db.write(lambda c: [store.create_task(c, payload=payload) for _ in range(ROUNDS)])
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(PROCESSES), ctx.Queue()
-    procs = [ctx.Process(target=race, args=(str(db_path), p, THREADS, ids, barrier, results))
+    procs = [ctx.Process(target=race, args=(db_target, p, THREADS, ids, barrier, results))
              for p in range(PROCESSES)]
     for p in procs:
         p.start()

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
-from vantage_peers.db import Database
+from vantage_peers.db import open_target
 from vantage_peers.domains.tasks import lifecycle
 from vantage_peers.ids import now_ms
 
 
 def race(path: str, proc: int, threads: int, task_ids: list[str], barrier, results) -> None:
     """For each task in turn: every thread of every process tries to claim it at the same moment."""
-    db = Database(Path(path))
+    db = open_target(path)
     local = threading.Barrier(threads)
     out: list[tuple[str, str, bool]] = []
     lock = threading.Lock()

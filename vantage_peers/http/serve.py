@@ -69,7 +69,7 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
         scheduler = Scheduler(app)
         scheduler.start()
     print(f"vantage-peers serve: MCP at {base_url(settings, host, port)}/mcp, dashboard at /dashboard (bound to "
-          f"{host}:{port}, db {settings.db_path})", file=sys.stderr, flush=True)
+          f"{host}:{port}, db {app.db.path})", file=sys.stderr, flush=True)
     # uvicorn drains on SIGTERM/SIGINT, then re-raises the signal to the handler that was there
     # before it: make that a no-op (kept to the end: a second signal during the close below must
     # not kill the process half-way), so the scheduler and the database are closed, exit 0.
