@@ -12,12 +12,20 @@ import pytest
 from support import chaos
 
 
-@pytest.mark.parametrize("mode", ["wal", "delete"])
+@pytest.mark.parametrize("mode", ["wal", "delete", "postgres"])
 def test_sigkilled_servers_lose_nothing_acknowledged(tmp_path, mode):
     seconds = float(os.environ.get("VP_CHAOS_SECONDS", "4"))
     workers = int(os.environ.get("VP_CHAOS_WORKERS", "3"))
-    figures = chaos.run(tmp_path / "chaos.db", mode=mode, workers=workers, seconds=seconds, tasks=200,
-                        kill_every=(0.2, 0.8), fork=False)  # pytest may hold threads: no fork()
+    url = None
+    if mode == "postgres":  # the same chaos on one PostgreSQL database (issue #25)
+        from support import postgres
+
+        if postgres.available():
+            pytest.skip(postgres.available())
+        url = postgres.fresh_database()
+    figures = chaos.run(tmp_path / "chaos.db", mode="wal" if url else mode, workers=workers, seconds=seconds,
+                        tasks=200, kill_every=(0.2, 0.8), fork=False,  # pytest may hold threads: no fork()
+                        database_url=url)
     print(figures)
     assert figures["starts"] >= workers and figures["ops"] > 0, figures
     assert figures["kills"] >= 1, figures

@@ -8,6 +8,10 @@ Then, on the file: every acknowledged message exists with exactly one receipt pe
 message was written twice, no task was claimed twice, every acknowledged memory is in FTS, and
 `integrity_check`, every FTS5 `integrity-check` and `foreign_key_check` pass.
 Used by tests/test_chaos.py (seconds) and benchmarks/chaos.py (minutes).
+
+With `database_url`, the same chaos runs on PostgreSQL (issue #25): the workers share that database,
+the logs stay beside `path`, and the SQLite-only checks (integrity_check, FTS5 integrity) give way to
+PostgreSQL's own constraints, which it enforces on every commit.
 """
 
 from __future__ import annotations
@@ -38,8 +42,7 @@ def worker_main(path: str, who: str, log: str, mode: str, seed: str, tasks_file:
 
     rng = random.Random(int(seed))
     tasks = Path(tasks_file).read_text().split()
-    env = {"VP_DB_PATH": path, "VP_SCHEDULER": "off", "VP_JOURNAL_MODE": mode, "VP_EMBEDDINGS": "none"}
-    app = create_app(Settings.from_env(env, dotenv=False))
+    app = create_app(Settings.from_env(_env(path, mode), dotenv=False))
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def ack(*record: Any) -> None:
@@ -86,12 +89,19 @@ def worker_main(path: str, who: str, log: str, mode: str, seed: str, tasks_file:
 WORKER = "import sys, chaos; chaos.worker_main(*sys.argv[1:7])"
 
 
-def prepare(path: Path, mode: str, tasks: int, workers: int) -> Path:
+def _env(target: str, mode: str) -> dict[str, str]:
+    env = {"VP_DB_PATH": target, "VP_SCHEDULER": "off", "VP_JOURNAL_MODE": mode, "VP_EMBEDDINGS": "none"}
+    if target.startswith("postgresql://"):
+        env["VP_DATABASE_URL"] = env.pop("VP_DB_PATH")
+    return env
+
+
+def prepare(path: Path, mode: str, tasks: int, workers: int, database_url: str | None = None) -> Path:
     """A fresh file with profiles (fixed broadcast audience) and `tasks` todo tasks to race for."""
-    from vantage_peers.db import Database, migrate
+    from vantage_peers.db import Database, migrate, open_target
     from vantage_peers.ids import new_id
 
-    db = Database(path, journal_mode=mode)
+    db = open_target(database_url) if database_url else Database(path, journal_mode=mode)
     migrate(db)
     names = [*PEERS, *(f"w{i}" for i in range(workers))]
 
@@ -128,22 +138,22 @@ class Worker:
 
 def run(path: Path, *, mode: str = "wal", workers: int = 3, seconds: float = 6.0, tasks: int = 300,
         kill_every: tuple[float, float] = (0.3, 1.2), seed: int = 8, quiet: bool = True,
-        fork: bool = hasattr(os, "fork")) -> dict[str, Any]:
-    """Run the chaos for `seconds`, then check the file; returns the figures."""
+        fork: bool = hasattr(os, "fork"), database_url: str | None = None) -> dict[str, Any]:
+    """Run the chaos for `seconds`, then check the file (or the PostgreSQL database); returns the figures."""
     rng = random.Random(seed)
-    tasks_file = prepare(path, mode, tasks, workers)
+    tasks_file = prepare(path, mode, tasks, workers, database_url)
+    target = database_url or str(path)
     logs = [path.with_name(f"{path.stem}.w{i}.log") for i in range(workers)]
     spawned = 0
 
-    worker_args = [str(path), "", "", mode, "", str(tasks_file)]
+    worker_args = [target, "", "", mode, "", str(tasks_file)]
     if fork:
         # Forked from this process, which has imported everything and built the tools once, a worker
         # serves within a fraction of a second (a fresh interpreter needs seconds on a loaded machine).
         from vantage_peers.server import create_app
         from vantage_peers.settings import Settings
 
-        create_app(Settings.from_env({"VP_DB_PATH": str(path), "VP_SCHEDULER": "off", "VP_JOURNAL_MODE": mode},
-                                     dotenv=False)).db.close()
+        create_app(Settings.from_env(_env(target, mode), dotenv=False)).db.close()
 
     def spawn(i: int) -> Worker:
         nonlocal spawned
@@ -190,7 +200,7 @@ def run(path: Path, *, mode: str = "wal", workers: int = 3, seconds: float = 6.0
     finally:
         for p in procs:
             p.kill()
-    figures = check(path, logs)
+    figures = check_postgres(database_url, logs) if database_url else check(path, logs)
     figures.update(mode=mode, workers=workers, seconds=seconds, kills=kills)
     return figures
 
@@ -207,17 +217,32 @@ def _records(logs: list[Path]) -> list[list[Any]]:
     return out
 
 
+def check_postgres(url: str, logs: list[Path]) -> dict[str, Any]:
+    """The invariants on PostgreSQL: the same counts, through the same SQL (db/dialect.py)."""
+    from vantage_peers.db import open_target
+
+    db = open_target(url)
+    try:
+        return db.read(lambda c: _invariants(_records(logs), c.rows, None))
+    finally:
+        db.close()
+
+
 def check(path: Path, logs: list[Path]) -> dict[str, Any]:
     """The invariants, as counts (all zero but `ops` when the file is sound)."""
     import apsw
 
-    records = _records(logs)
-    errors = Counter(r[1] for r in records if r[0] == "err")
     conn = apsw.Connection(str(path))
     conn.set_busy_timeout(10_000)
+    try:
+        return _invariants(_records(logs), lambda sql, params=(): list(conn.execute(sql, params)), conn)
+    finally:
+        conn.close()
 
-    def q(sql: str, params: Any = ()) -> list[tuple]:
-        return list(conn.execute(sql, params))
+
+def _invariants(records: list[list[Any]], q, conn) -> dict[str, Any]:
+    """Counts over the acknowledged records; `conn` (apsw) adds SQLite's own integrity checks."""
+    errors = Counter(r[1] for r in records if r[0] == "err")
 
     profiles = {r[0] for r in q("SELECT orchestratorId FROM profiles")}
     lost = duplicated = bad_receipts = 0
@@ -232,8 +257,9 @@ def check(path: Path, logs: list[Path]) -> dict[str, Any]:
             bad_receipts += 1
     not_in_fts = 0
     for _, mem_id, tag in (r for r in records if r[0] == "mem"):
-        rows = q("SELECT m.id FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
-                 "WHERE memories_fts MATCH ?", (f'"{tag}"',))
+        rows = (q("SELECT m.id FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
+                  "WHERE memories_fts MATCH ?", (f'"{tag}"',)) if conn is not None
+                else q("SELECT id FROM memories WHERE content = ?", (f"chaos memory {tag}",)))
         if not rows:
             lost += 1 if not q("SELECT 1 FROM memories WHERE id = ?", (mem_id,)) else 0
             not_in_fts += 1
@@ -246,15 +272,17 @@ def check(path: Path, logs: list[Path]) -> dict[str, Any]:
         row = q("SELECT status, assignedTo FROM tasks WHERE id = ?", (task,))
         if not row or row[0][0] != "in_progress" or row[0][1] != who:
             owner_mismatch += 1
-    integrity = q("PRAGMA integrity_check")[0][0]
-    fts_failures = []
-    for table in FTS_TABLES:
-        try:
-            conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
-        except apsw.Error as exc:
-            fts_failures.append(f"{table}: {exc}")
-    fk = q("PRAGMA foreign_key_check")
-    conn.close()
+    integrity, fts_failures, fk = "ok", [], []
+    if conn is not None:
+        import apsw
+
+        integrity = q("PRAGMA integrity_check")[0][0]
+        for table in FTS_TABLES:
+            try:
+                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+            except apsw.Error as exc:
+                fts_failures.append(f"{table}: {exc}")
+        fk = q("PRAGMA foreign_key_check")
     ops = sum(1 for r in records if r[0] in ("msg", "mem", "claim"))
     return {
         "ops": ops, "messages": sum(1 for r in records if r[0] == "msg"),
