@@ -38,7 +38,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Only the hints that differ from the MCP defaults (readOnlyHint=false, destructiveHint=true,
 # idempotentHint=false, openWorldHint=true) go on the wire: a client applies the defaults, so it reads
-# exactly what four explicit hints said, for ~55 fewer bytes a tool (docs/clients.md#tool-list-weight).
+# exactly what four explicit hints said, for ~42 fewer bytes a tool (docs/clients.md#tool-list-weight).
 # destructiveHint=true stays explicit: the hint that warns is never left for a client to infer.
 # destructive/idempotent mean nothing on a read-only tool (spec), so reads carry neither.
 READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
