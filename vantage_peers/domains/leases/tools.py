@@ -110,7 +110,7 @@ def register(app: App) -> None:
     def acquire_slot(name: str, ttlSeconds: float = DEFAULT_SLOT_TTL_SECONDS, capacity: int = 1,
                      reason: str | None = None, callerOrchestrator: str | None = None,
                      callerInstance: str | None = None) -> dict[str, Any]:
-        """Take one of `capacity` places of a named slot (e.g. deploy-prod, 1); returns `{acquired, …}`.
+        """Take one of `capacity` places of a named slot (e.g. deploy-prod, capacity 1); returns `{acquired, …}`.
 
         Acquiring again renews; release_slot when done; it lapses with your presence.
         """

@@ -107,7 +107,7 @@ def register(app: App) -> None:
     ) -> dict[str, Any]:
         """Update a mandate: one status step, its terms, or a `spend`; returns it.
 
-        Status → in_progress → delivered: fulfiller; terms: requester; `spend`: either party (SPENDING_DENIED over a limit).
+        Status steps (accepted → in_progress → delivered) are the fulfiller's, terms the requester's until delivery; `spend`: either party (SPENDING_DENIED over a limit).
         """
         caller = callerOrchestrator
         terms = _terms(service, budget, spendingLimits, approvedCategories)

@@ -69,7 +69,10 @@ def register(app: App) -> None:
         since: int | None = None,
         limit: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Fetch your unread messages, oldest first, without marking them read (mark_as_read takes their `receiptId`s)."""
+        """Fetch your unread messages, oldest first, without marking them read (mark_as_read takes their `receiptId`s).
+
+        For more than one answer holds, mark them read or pass `since`.
+        """
         who = recipient
         inst = recipientInstanceId
         size = clamp_limit(limit, store.CHECK_DEFAULT_LIMIT, store.CHECK_MAX_LIMIT)

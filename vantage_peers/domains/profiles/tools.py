@@ -49,7 +49,7 @@ def register(app: App) -> None:
     def set_summary(
         summary: str, orchestratorId: str | None = None, instanceId: str | None = None
     ) -> dict[str, Any]:
-        """Say what this instance is working on (for list_peers) and refresh presence; returns `lastSeen`."""
+        """Say what this instance is working on (for list_peers) and refresh presence; returns `{ok, lastSeen}`."""
         who = orchestratorId
         inst = instanceId or ""
         text = require_text(summary, "summary", max_bytes=10_000)
