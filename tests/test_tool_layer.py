@@ -197,6 +197,12 @@ def test_size_guards_left_out_of_the_schema_are_still_enforced(tools):
     msg = tools.error("mark_as_read", receiptIds=["x"] * 10_001)
     assert "INVALID_ARGUMENT: receiptIds" in msg and "10000" in msg, msg
     assert "unknown argument 'static.rol'" in tools.error("update_profile", orchestratorId="bob", static={"rol": "r"})
+    # The memory-type filters list no enum (store_memory's holds it): a wrong value is refused naming the choices.
+    for tool in ("recall", "text_search", "hybrid_search"):
+        msg = tools.error(tool, query="x", type=["fact", "facts"])
+        assert "INVALID_ARGUMENT" in msg and "decision" in msg and "facts" in msg, msg
+    msg = tools.error("list_memories", namespace="n", type="bogus")
+    assert "INVALID_ARGUMENT" in msg and "observation" in msg, msg
 
 
 @pytest.mark.parametrize("schema,expected", [
