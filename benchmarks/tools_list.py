@@ -88,12 +88,23 @@ def main() -> None:
 
         biggest = sorted(listed, key=size_of, reverse=True)[:5]
         print("largest tools: " + ", ".join(f"{t['name']} ({size_of(t)} B)" for t in biggest))
+        def part(key: str) -> int:
+            return sum(len(json.dumps(t[key], separators=(",", ":"), ensure_ascii=False).encode())
+                       for t in listed if key in t)
+
         descriptions = sum(len((t.get("description") or "").encode()) for t in listed)
-        schemas = sum(len(json.dumps(t.get("inputSchema"), separators=(",", ":")).encode()) for t in listed)
-        outputs = sum(len(json.dumps(t.get("outputSchema"), separators=(",", ":")).encode())
-                      for t in listed if t.get("outputSchema"))
+        schemas, outputs, hints = part("inputSchema"), part("outputSchema"), part("annotations")
         print(f"where the bytes are: descriptions {descriptions} B, input schemas {schemas} B, "
-              f"output schemas {outputs} B")
+              f"output schemas {outputs} B, annotations {hints} B, names and keys "
+              f"{size - descriptions - schemas - outputs - hints} B")
+
+        def without_descriptions(listing: str) -> int:
+            """The list with every description emptied: the part no rewording can shrink."""
+            bare = [{**t, "description": ""} for t in json.loads(listing)["tools"]]
+            return len(json.dumps({"tools": bare}, separators=(",", ":"), ensure_ascii=False).encode())
+
+        print(f"with every description empty: {without_descriptions(wire)} B (all), "
+              f"{without_descriptions(core_w)} B (core)")
 
         def verdict(ok: bool) -> str:
             return "met" if ok else "MISSED"

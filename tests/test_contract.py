@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from vantage_peers.app import effective_hints
+
 EXPECTED = {
     # Profiles & presence, messaging (issue 2)
     "get_profile", "update_profile", "set_summary", "list_peers", "whoami",
@@ -51,19 +53,40 @@ def test_every_spec_tool_is_registered(tools):
 
 
 def test_every_tool_has_a_description_and_annotations(tools):
+    """The hints a client acts on (the MCP defaults applied to what is sent: docs/clients.md)."""
+    kinds = {}
     for name, tool in tools.listed.items():
         assert tool.description and tool.description.strip(), name
         first = tool.description.strip().splitlines()[0]
         assert 10 < len(first) <= 200, f"{name}: first line should be one sentence: {first!r}"
-        ann = tool.annotations
-        assert ann is not None, name
-        for hint in ("read_only_hint", "destructive_hint", "open_world_hint"):
-            assert getattr(ann, hint) is not None, f"{name} lacks {hint}"
+        assert tool.annotations is not None, name
+        ann = effective_hints(tool.annotations)
         assert ann.open_world_hint is False, name
         if name.startswith(READ_PREFIXES) and name not in ("validate_fix",):
             assert ann.read_only_hint is True, f"{name} should be read-only"
         if name.startswith(("delete_", "soft_delete_", "bulk_complete_")):
             assert ann.destructive_hint is True, f"{name} should be destructive"
+        if ann.destructive_hint:  # the warning hint is sent, never left to a client's default
+            assert tool.annotations.destructive_hint is True, name
+        kinds[(ann.read_only_hint, ann.destructive_hint, ann.idempotent_hint)] = name
+    # every kind app.tool declares is on the wire (read, write, idempotent write, destructive), and no other
+    assert set(kinds) == {(True, False, True), (False, False, False), (False, False, True), (False, True, False)}
+
+
+def test_only_hints_that_differ_from_the_mcp_defaults_are_sent(tools):
+    from mcp.types import ToolAnnotations
+
+    defaults = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+    for name, tool in tools.listed.items():
+        sent = tool.annotations.model_dump(by_alias=True, exclude_none=True)
+        redundant = {k for k, v in sent.items() if defaults.get(k) == v and k != "destructiveHint"}
+        assert not redundant, (name, redundant)
+        if sent.get("readOnlyHint"):  # destructive/idempotent mean nothing on a read-only tool
+            assert set(sent) == {"readOnlyHint", "openWorldHint"}, name
+    # What a client infers from nothing at all: the spec's defaults, not ours.
+    assert effective_hints(None) == ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False,
+                                                    openWorldHint=True)
+    assert effective_hints(ToolAnnotations(readOnlyHint=True)).destructive_hint is False
 
 
 def test_list_tools_use_the_envelope(tools):

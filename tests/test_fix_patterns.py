@@ -6,6 +6,7 @@ from __future__ import annotations
 from support.fix_patterns_helpers import PATTERN, attempt, create
 from support.records_helpers import HOSTILE_QUERIES
 
+from vantage_peers.app import effective_hints
 from vantage_peers.domains.fix_patterns import store
 
 LITE = {"_id", "_creationTime", "symptom", "severity", "sourceProject", "validated"}
@@ -219,7 +220,7 @@ def test_tool_names_and_annotations(tools):
              "validate_fix": (False, False), "search_fix_patterns": (True, True), "list_fix_patterns": (True, True),
              "link_issue_to_pattern": (False, True)}
     for name, (read_only, idempotent) in kinds.items():
-        ann = tools.listed[name].annotations
+        ann = effective_hints(tools.listed[name].annotations)  # the MCP defaults applied (docs/clients.md)
         assert (ann.read_only_hint, ann.idempotent_hint, ann.destructive_hint, ann.open_world_hint) == (
             read_only, idempotent, False, False), name
     assert {"limit", "cursor", "fields", "project"} <= set(tools.listed["list_fix_patterns"].input_schema["properties"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from support.migration_helpers import older_file
 
+from vantage_peers.app import effective_hints
 from vantage_peers.domains.iframe import store
 from vantage_peers.ids import now_ms
 
@@ -115,7 +116,7 @@ def test_tool_annotations(tools):
     listed = tools.listed
     assert listed["get_iframe_session"].annotations.read_only_hint is True
     assert listed["revoke_iframe_session"].annotations.destructive_hint is True
-    assert listed["create_iframe_session"].annotations.read_only_hint is False
+    assert effective_hints(listed["create_iframe_session"].annotations).read_only_hint is False  # MCP default
 
 
 def test_upgrade_from_an_older_file_keeps_data(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from vantage_peers.app import effective_hints
 from vantage_peers.domains.recurring import store
 from vantage_peers.ids import now_ms
 
@@ -35,7 +36,7 @@ def test_the_documented_example_call_works(tools):
 def test_annotations(tools):
     for name in TOOLS:
         assert name in tools.listed
-    ann = {name: tools.listed[name].annotations for name in TOOLS}
+    ann = {name: effective_hints(tools.listed[name].annotations) for name in TOOLS}  # MCP defaults applied
     assert ann["get_recurring_task"].read_only_hint and ann["list_recurring_tasks"].read_only_hint
     assert ann["delete_recurring_task"].destructive_hint is True
     assert ann["create_recurring_task"].read_only_hint is False and ann["pause_recurring_task"].idempotent_hint

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from vantage_peers.app import effective_hints
 from vantage_peers.search.doctrine import VP_SOURCES_DOCTRINE
 from vantage_peers.search.fusion import rrf
 
@@ -122,5 +123,5 @@ def test_tool_annotations(tools):
               "list_episodes": (True, False), "search_episodes_by_keyword": (True, False),
               "search_episodes_by_semantic": (True, False)}
     for name, (read_only, destructive) in expect.items():
-        ann = tools.listed[name].annotations
+        ann = effective_hints(tools.listed[name].annotations)  # the MCP defaults applied (docs/clients.md)
         assert (ann.read_only_hint, ann.destructive_hint, ann.open_world_hint) == (read_only, destructive, False)

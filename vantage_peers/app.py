@@ -36,12 +36,30 @@ from .settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
-IDEMPOTENT_WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
+# Only the hints that differ from the MCP defaults (readOnlyHint=false, destructiveHint=true,
+# idempotentHint=false, openWorldHint=true) go on the wire: a client applies the defaults, so it reads
+# exactly what four explicit hints said, for ~42 fewer bytes a tool (docs/clients.md#tool-list-weight).
+# destructiveHint=true stays explicit: the hint that warns is never left for a client to infer.
+# destructive/idempotent mean nothing on a read-only tool (spec), so reads carry neither.
+READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+WRITE = ToolAnnotations(destructiveHint=False, openWorldHint=False)
+IDEMPOTENT_WRITE = ToolAnnotations(destructiveHint=False, idempotentHint=True, openWorldHint=False)
+DESTRUCTIVE = ToolAnnotations(destructiveHint=True, openWorldHint=False)
+SPEC_DEFAULTS = {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": True}
 
 KINDS = {"read": READ_ONLY, "write": WRITE, "idempotent": IDEMPOTENT_WRITE, "destructive": DESTRUCTIVE}
+
+
+
+def effective_hints(annotations: ToolAnnotations | None) -> ToolAnnotations:
+    """The hints a client acts on: each absent one at its MCP default; on a read-only tool
+    destructiveHint=false and idempotentHint=true (it changes nothing, so repeating it changes nothing)."""
+    sent = annotations.model_dump(exclude_none=True) if annotations is not None else {}
+    hints = {**SPEC_DEFAULTS, **{k: v for k, v in sent.items() if k in SPEC_DEFAULTS}}
+    if hints["read_only_hint"]:
+        hints.update(destructive_hint=False, idempotent_hint=True)
+    return ToolAnnotations(**{k: v for k, v in sent.items() if k not in SPEC_DEFAULTS}, **hints)
+
 
 PRESENCE_BUSY_MS = 250  # the presence write before a call waits at most this long for the lock
 

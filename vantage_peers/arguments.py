@@ -1,8 +1,15 @@
 """Tool schemas as clients see them, and strict argument names.
 
 `lean_schema` shrinks a generated JSON schema without changing what it accepts in practice: the
-`title` keys pydantic generates are dropped (and the class docstrings of nested models), an optional `anyOf [T, null]` becomes `T` (the
-argument is simply not required), `"default": null` goes, and enums stay enums.
+`title` keys pydantic generates are dropped (and the class docstrings of nested models), an optional
+`anyOf [T, null]` becomes `T` (the argument is simply not required), defaults that say nothing go
+(`null`, a flag's `false`, `fields`' `full`, which the server instructions state once),
+`additionalProperties: false` goes (the pipeline refuses unknown names itself, nested ones included,
+with a suggestion), upper size guards go (`maxLength`, `maxItems`: the argument model still enforces
+them and its refusal names the limit), and names, types, enums, `required` and value ranges stay. `lean_output_schema` also writes an
+output's `anyOf [{type: T}, {type: null}]` as `type: [T, "null"]` (clients validate results, models
+never read them; input schemas keep `anyOf`, which every model provider accepts) and drops the
+`required: [result]` of the SDK's `{result: …}` wrapper (the server always sends it).
 
 `unknown_arguments` walks the same schema against a call's arguments, nested objects included,
 so a misspelled name is refused with the nearest known one instead of being silently ignored
@@ -16,11 +23,63 @@ import json
 from typing import Any
 
 _NULL = {"type": "null"}
+# Upper size bounds guard the server against abuse; no well-formed call comes near them.
+_SIZE_GUARDS = ("maxLength", "maxItems", "maxProperties")
 _CHILD_MAPS = ("properties", "$defs", "definitions", "patternProperties")
 
 
 def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    return _lean(schema)
+    return _inline_single_refs(_lean(schema))
+
+
+def _inline_single_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """A `$defs` entry referenced once is written in place (its `$ref` and name cost more than they
+    save); one used twice or recursive stays a reference."""
+    defs = schema.get("$defs")
+    if not isinstance(defs, dict):
+        return schema
+    text = json.dumps(schema)
+    once = {name for name in defs if text.count(f'"#/$defs/{name}"') == 1
+            and f'"#/$defs/{name}"' not in json.dumps(defs[name])}
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in once:
+            return {**walk(defs[ref[8:]]), **{k: walk(v) for k, v in node.items() if k != "$ref"}}
+        return {k: walk(v) for k, v in node.items()}
+
+    out = {k: walk(v) for k, v in schema.items() if k != "$defs"}
+    kept = {name: walk(sub) for name, sub in defs.items() if name not in once}
+    return {"$defs": kept, **out} if kept else out
+
+
+def lean_output_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    out = _type_lists(_lean(schema))
+    if set(out.get("properties", {})) == {"result"} and out.get("required") == ["result"]:
+        del out["required"]  # the SDK's wrapper of a plain return value: `result` is always there
+    return out
+
+
+def _type_lists(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_type_lists(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _type_lists(value) for key, value in node.items()}
+    branches = out.get("anyOf")
+    if (isinstance(branches, list) and branches
+            and all(isinstance(b, dict) and set(b) == {"type"} and isinstance(b["type"], str) for b in branches)):
+        del out["anyOf"]
+        out["type"] = [b["type"] for b in branches]
+    return out
+
+
+# Defaults a model needs no telling: a flag is off unless passed; `fields` is `full` unless `lite`.
+_SILENT_DEFAULTS: tuple[tuple[str | None, Any], ...] = ((None, False), ("fields", "full"))
 
 
 def _lean(node: Any) -> Any:
@@ -33,19 +92,23 @@ def _lean(node: Any) -> Any:
     for key, value in node.items():
         if key == "title" and isinstance(value, str):
             continue  # generated ("Assignedto", "list_tasksArguments"): noise for a model
+        if key in _SIZE_GUARDS and isinstance(value, int):
+            continue  # still enforced by the argument model; a refusal names the limit
         if key in _CHILD_MAPS and isinstance(value, dict):
             # Keys here are property/definition names (a property may be called `title`).
             out[key] = {name: _lean_child(sub, optional=key == "properties" and name not in required,
-                                          definition=key in ("$defs", "definitions"))
+                                          definition=key in ("$defs", "definitions"), name=name)
                         for name, sub in value.items()}
         else:
             out[key] = _lean(value)
     if out.get("additionalProperties") is True and "properties" not in out:
         del out["additionalProperties"]  # a free-form object: `true` is JSON Schema's default
+    if out.get("additionalProperties") is False and "properties" in out:
+        del out["additionalProperties"]  # unknown names are refused by the pipeline (unknown_arguments)
     return out
 
 
-def _lean_child(sub: Any, *, optional: bool, definition: bool = False) -> Any:
+def _lean_child(sub: Any, *, optional: bool, definition: bool = False, name: str = "") -> Any:
     sub = _lean(sub)
     if definition and isinstance(sub, dict) and "properties" in sub:
         sub.pop("description", None)  # a model's class docstring, written for implementers
@@ -56,9 +119,14 @@ def _lean_child(sub: Any, *, optional: bool, definition: bool = False) -> Any:
         rest = [branch for branch in any_of if branch != _NULL]
         outer = {k: v for k, v in sub.items() if k != "anyOf"}
         sub = {**rest[0], **outer} if len(rest) == 1 and isinstance(rest[0], dict) else {**outer, "anyOf": rest}
-    if "default" in sub and sub["default"] is None:
+    if "default" in sub and (sub["default"] is None or _silent_default(name, sub["default"])):
         del sub["default"]
     return sub
+
+
+def _silent_default(name: str, value: Any) -> bool:
+    return any((prop is None or prop == name) and type(value) is type(default) and value == default
+               for prop, default in _SILENT_DEFAULTS)
 
 
 # -- strict argument names ----------------------------------------------------------------------

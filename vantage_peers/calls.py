@@ -295,7 +295,7 @@ def build_tool(app: App, reg: Registered, doc: str, annotations: ToolAnnotations
         # What tools/list sends: no generated titles, optional `anyOf [T, null]` as T (arguments.py).
         built.parameters = argcheck.lean_schema(built.parameters)
         if built.fn_metadata.output_schema is not None:
-            built.fn_metadata.output_schema = argcheck.lean_schema(built.fn_metadata.output_schema)
+            built.fn_metadata.output_schema = argcheck.lean_output_schema(built.fn_metadata.output_schema)
         template = PipelineTool.model_construct(**{field: getattr(built, field) for field in Tool.model_fields})
         _TEMPLATES[key] = template
     return template.model_copy(update={"fn": run})

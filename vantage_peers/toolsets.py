@@ -119,12 +119,12 @@ def summary(app: App) -> list[dict[str, Any]]:
 def register(app: App) -> None:
     @app.tool("read", toolset=CORE)
     def list_toolsets() -> dict[str, Any]:
-        """List the toolsets, whether each is on in this session, and their tools (one page)."""
+        """List the toolsets, which are on, and their tools."""
         return {"items": summary(app)}
 
     @app.tool("idempotent", toolset=CORE)
     def enable_toolset(name: str) -> dict[str, Any]:
-        """Turn on a toolset (or `all`) for this session and send tools/list_changed; returns `{name, enabled, added}`."""
+        """Turn on a toolset (or `all`) for this session; returns the tools added."""
         wanted = name.strip().lower() if isinstance(name, str) else ""
         names = [n for n in TOOLSETS if any(app.toolset_of.get(t.name) == n for t in app.tools)]
         if wanted != "all" and wanted not in TOOLSETS:

@@ -13,13 +13,9 @@ from ...validators import MAX_CONTENT_BYTES, MAX_FIELD_BYTES, require_query, tex
 from . import store
 
 # Spec §27.14: the VP-Sources doctrine follows these two descriptions verbatim.
-LIST_BRIEFING_NOTES_TOOL_DESCRIPTION = with_doctrine("""List briefing notes newest first, by `topic` or `updatedSince`; paged.
+LIST_BRIEFING_NOTES_TOOL_DESCRIPTION = with_doctrine("""List briefing notes newest first, by `topic` or `updatedSince` (`limit` 15 with full fields).""")
 
-`limit` default 20 (15 with `fields="full"`). lite: _id, _creationTime, topic, title, participants, createdBy.
-""")
-
-SEARCH_BRIEFING_NOTES_BY_KEYWORD_TOOL_DESCRIPTION = with_doctrine("""Search briefing notes (title, content, decisions) by keyword; every word must match.
-""")
+SEARCH_BRIEFING_NOTES_BY_KEYWORD_TOOL_DESCRIPTION = with_doctrine("""Search briefing notes (title, content, decisions) by keyword; every word must match.""")
 
 
 def _changes(**fields: Any) -> dict[str, Any]:
@@ -48,9 +44,9 @@ def register(app: App) -> None:
         decisions: list[str] | None = None,
         linkedMemoryIds: list[str] | None = None,
     ) -> str:
-        """Create a briefing note (session hand-off, meeting record, decision log); returns its id.
+        """Create a briefing note (hand-off, meeting, decisions); returns its id.
 
-        `topic` is a category key (`sprint-review`, `standup`, …); `linkedMemoryIds` must exist.
+        `topic` is a category key (`sprint-review`, `standup`…).
         """
         creator = createdBy
         values = _changes(title=title, topic=topic, participants=participants, content=content,
@@ -71,7 +67,7 @@ def register(app: App) -> None:
         decisions: list[str] | None = None,
         linkedMemoryIds: list[str] | None = None,
     ) -> None:
-        """Change some fields of a briefing note (creator or `system` only; caller required); returns null."""
+        """Change some fields of a briefing note (creator or `system`; caller required); returns null."""
         caller = callerOrchestrator
         changes = _changes(title=title, topic=topic, participants=participants, content=content,
                            decisions=decisions, linkedMemoryIds=linkedMemoryIds)
@@ -83,7 +79,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def get_briefing_note(noteId: str) -> dict[str, Any] | None:
-        """Fetch one briefing note by id with all its fields; null when it does not exist."""
+        """Fetch a briefing note by id with all its fields."""
         return db.read(lambda c: store.NOTES.get(c, noteId))
 
     @app.tool("read", description=LIST_BRIEFING_NOTES_TOOL_DESCRIPTION)
@@ -111,6 +107,6 @@ def register(app: App) -> None:
 
     @app.tool("destructive", identity="callerOrchestrator")
     def delete_briefing_note(noteId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
-        """Delete a briefing note for good (creator or `system` only); returns `{deleted}`."""
+        """Delete a briefing note for good (creator or `system`); returns `{deleted}`."""
         caller = callerOrchestrator
         return db.write(lambda c: store.delete_note(c, note_id=noteId, caller=caller))

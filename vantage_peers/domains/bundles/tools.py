@@ -37,14 +37,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def export_okf_bundle(namespace: str) -> dict[str, Any]:
-        """Export a namespace as a portable OKF bundle (gzipped tar, base64): memories, briefings, tasks.
-
-        Holds every memory and episode of `namespace` (exact; superseded and soft-deleted ones too,
-        so relations survive; expired ones not), the briefing notes whose topic is the namespace or
-        that link one of its memories, and the tasks whose project is the namespace (for
-        `project/<name>`, also `<name>`), with their work segments. Returns `{bundle, bytes, sha256,
-        filename, manifest}`; bundles over 16 MiB are refused: use `vantage-peers export`.
-        """
+        """Export a namespace's memories, briefings and tasks as an OKF bundle (base64 tar.gz); returns `{bundle, manifest, …}`."""
         out = io.BytesIO()
         manifest = export_bundle(db, namespace, out)
         data = out.getvalue()
@@ -57,26 +50,14 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def validate_okf_bundle(bundle: str) -> dict[str, Any]:
-        """Check an OKF bundle without writing anything: container, manifest, version, hashes, records.
-
-        `bundle` is base64 (as export_okf_bundle returns). Returns `{valid, problems, warnings,
-        counts, formatVersion?, source?}`; each problem is `{path, code, message}` with a path such
-        as `memories.jsonl:12.type`. Warnings (references outside the bundle) do not block import.
-        """
+        """Check an OKF bundle (base64) without writing; returns `{valid, problems, warnings, counts}`."""
         return report(load(io.BytesIO(_decode(bundle)), MCP_LIMITS))
 
     @app.tool("destructive")
     def import_okf_bundle(bundle: str, namespace: str, mode: Mode = "dry-run") -> dict[str, Any]:
-        """Import an OKF bundle into a target namespace: `dry-run` (default), `merge` or `replace`.
+        """Import an OKF bundle into a namespace: `dry-run` (default), `merge` or `replace`; returns counts.
 
-        `dry-run` writes nothing and reports what merge and replace would add, skip and delete.
-        `merge` adds what is not there yet (importing the same bundle twice adds nothing).
-        `replace` deletes what the namespace owns (its memories, briefings and tasks, as export
-        defines them) and imports the bundle, in one transaction. Ids that would collide are
-        remapped and references follow; new memories are queued for embedding. An invalid bundle
-        is refused with INVALID_BUNDLE and nothing is written. Returns `{mode, namespace,
-        sourceNamespace, added, skipped, deleted, remapped, warnings, embeddingsQueued}` (counts
-        per memories/briefings/tasks); a dry-run returns `{merge: {…}, replace: {…}, warnings}`.
+        `replace` deletes what the namespace owns, then imports, in one transaction; colliding ids are remapped.
         """
         parsed = load(io.BytesIO(_decode(bundle)), MCP_LIMITS)
         result = import_bundle(db, parsed, namespace, mode, actor=app.actor())

@@ -55,10 +55,7 @@ def register(app: App) -> None:
         managementFee: float | None = None,
         createdBy: str | None = None,
     ) -> dict[str, Any]:
-        """Create a business unit: purpose, model, customers, services, pricing, projections.
-
-        `orchestratorId` leads it; `managementFee` is a percent (default 10); names are unique. Returns the BU.
-        """
+        """Create a business unit led by `orchestratorId` (`managementFee`: a percent, default 10); returns it."""
         creator = createdBy or check_name(orchestratorId, "orchestratorId")
         values = _fields(
             name=name, description=description, purpose=purpose, orchestratorId=orchestratorId, status=status,
@@ -85,7 +82,7 @@ def register(app: App) -> None:
         coreTeam: dict[str, Any] | None = None,
         managementFee: float | None = None,
     ) -> dict[str, Any]:
-        """Change some fields of a business unit (lead, creator or `system` only); returns the BU."""
+        """Change some fields of a business unit (lead, creator or `system`); returns it."""
         caller = callerOrchestrator
         changes = _fields(
             name=name, description=description, purpose=purpose, orchestratorId=orchestratorId, status=status,
@@ -98,7 +95,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def get_bu(buId: str) -> dict[str, Any] | None:
-        """Fetch one business unit by id with every field; null when it does not exist."""
+        """Fetch a business unit by id."""
         return db.read(lambda c: store.BUS.get(c, buId))
 
     @app.tool("read")
@@ -109,12 +106,12 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List business units newest first, by lead `orchestratorId` and/or `status`; paged."""
+        """List business units newest first, by lead `orchestratorId` and/or `status`."""
         filters = {"orchestratorId": orchestratorId, "status": status}
         return db.read(lambda c: store.BUS.page(c, filters=filters, limit=limit, cursor=cursor, fields=fields))
 
     @app.tool("destructive", identity="callerOrchestrator")
     def delete_bu(buId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
-        """Delete a business unit for good (lead, creator or `system` only); returns `{deleted}`."""
+        """Delete a business unit for good (lead, creator or `system`); returns `{deleted}`."""
         caller = callerOrchestrator
         return db.write(lambda c: store.delete(c, bu_id=buId, caller=caller))

@@ -45,10 +45,9 @@ def register(app: App) -> None:
         project: str | None = None,
         contentHash: str | None = None,
     ) -> dict[str, Any]:
-        """Back up an agent, skill, hook or plugin: its full file content, kept byte for byte.
+        """Back up an agent, skill, hook or plugin file byte for byte; returns `{_id, revision, contentHash}`.
 
-        Registering (name, type) again stores a new revision and keeps the earlier ones. The server
-        computes `contentHash` (sha256); pass yours to have it verified. Returns `{_id, revision, contentHash}` and more.
+        The same (name, type) again adds a revision.
         """
         creator = createdBy
         args = {
@@ -67,10 +66,7 @@ def register(app: App) -> None:
         revision: Annotated[int | None, Field(ge=1)] = None,
         includeHistory: bool = False,
     ) -> dict[str, Any] | None:
-        """Fetch a component by name and type with its full content; null if absent.
-
-        `revision` (1, 2, …) or `version` returns an older one; `includeHistory` lists every revision.
-        """
+        """Fetch a component by name and type with its content; `revision` or `version` picks an older one."""
         def run(c) -> dict[str, Any] | None:
             doc = store.get(c, name=name, type_=type, version=version, revision=revision)
             if doc is not None and includeHistory:
@@ -87,10 +83,7 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List components (latest revision each), newest first, by `type` and/or `team`; paged.
-
-        Prefer `fields="lite"` (_id, _creationTime, name, type, team): full items carry whole files.
-        """
+        """List components (latest revision each), newest first; prefer `fields="lite"`: full items carry whole files."""
         return db.read(
             lambda c: store.list_components(c, type_=type, team=team, limit=limit, cursor=cursor, fields=fields)
         )
@@ -107,7 +100,7 @@ def register(app: App) -> None:
         contentHash: str | None = None,
         callerOrchestrator: str | None = None,
     ) -> dict[str, Any]:
-        """Update a component found by name and type (new content or version adds a revision); returns its summary."""
+        """Update a component by name and type (new content or version adds a revision); returns its summary."""
         caller = callerOrchestrator
         body = _content(content, contentHash) if content is not None else None
         if body is None and version is None and team is None and project is None:
@@ -122,13 +115,13 @@ def register(app: App) -> None:
 
     @app.tool("destructive", identity="callerOrchestrator")
     def delete_component(name: str, type: ComponentType, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Remove a component and all its revisions (creator or `system` only); returns `{deleted, revisionsDeleted}`."""
+        """Remove a component and all its revisions (creator or `system`); returns `{deleted, revisionsDeleted}`."""
         caller = callerOrchestrator
         return db.write(lambda c: store.delete(c, name=name, type_=type, caller=caller))
 
     @app.tool("read")
     def search_components(query: str, type: ComponentType | None = None, limit: int | None = None) -> dict[str, Any]:
-        """Find components whose name or team contains the words of `query`; items without `content`."""
+        """Find components whose name or team contains the words of `query` (items without content)."""
         words = require_query(query)
         size = clamp_limit(limit)
         return cut(db.read(lambda c: store.search(c, query=words, type_=type, limit=size)))

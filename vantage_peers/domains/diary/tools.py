@@ -26,10 +26,7 @@ def register(app: App) -> None:
         blockers: list[str] | None = None,
         instanceId: str | None = None,
     ) -> str:
-        """Write an orchestrator's diary entry for a `YYYY-MM-DD` date, replacing any entry there.
-
-        Returns the entry id (the same on every rewrite of that date).
-        """
+        """Write an orchestrator's diary entry for a `YYYY-MM-DD` date, replacing any there; returns its id."""
         who = orchestrator
         day = iso_date(date, "date")
         body = text(content, "content", max_bytes=MAX_CONTENT_BYTES)
@@ -43,7 +40,7 @@ def register(app: App) -> None:
 
     @app.tool("read", subject="orchestrator")
     def get_diary(date: str, orchestrator: str | None = None) -> dict[str, Any] | None:
-        """Fetch one diary entry by orchestrator and date (`YYYY-MM-DD`); null when there is none."""
+        """Fetch a diary entry by orchestrator and `YYYY-MM-DD` date."""
         who = orchestrator
         day = iso_date(date, "date")
         return db.read(lambda c: store.get_diary(c, orchestrator=who, date=day))
@@ -57,7 +54,7 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List diary entries newest date first, for one orchestrator or all, within `from`/`to`; paged."""
+        """List diary entries newest date first, of one orchestrator or all, within `from`/`to`."""
         start = iso_date(from_, "from") if from_ is not None else None
         end = iso_date(to, "to") if to is not None else None
         if start is not None and end is not None and start > end:
@@ -76,10 +73,7 @@ def register(app: App) -> None:
         orchestrator: str | None = None,
         limit: int | None = None,
     ) -> list[dict[str, Any]]:
-        """List diary entries from `from` to `to` (inclusive), oldest first, as an array (no cursor).
-
-        `limit` default 200, max 1000; use list_diaries to page.
-        """
+        """List diary entries from `from` to `to` inclusive, oldest first, as one array (`limit` 200, max 1000)."""
         start, end = iso_date(from_, "from"), iso_date(to, "to")
         if start > end:
             raise InvalidArgument(f"from ({start}) must be on or before to ({end})")
@@ -90,7 +84,7 @@ def register(app: App) -> None:
 
     @app.tool("destructive", identity="callerOrchestrator")
     def delete_diary(diaryId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
-        """Delete a diary entry for good (its owner or `system` only); returns `{deleted}`."""
+        """Delete a diary entry for good (owner or `system`); returns `{deleted}`."""
         caller = callerOrchestrator
 
         def run(c) -> dict[str, bool]:

@@ -47,11 +47,7 @@ def register(app: App) -> None:
         severity: SeverityArg,
         createdBy: str | None = None,
     ) -> dict[str, Any]:
-        """Store a structured episode (context → goal → action → outcome → insight) after a failure or gotcha.
-
-        `severity`: minor|low, medium, major|high, critical. Found by recall and the episode searches.
-        Returns `{memoryId}`.
-        """
+        """Store an episode (context → goal → action → outcome → insight) after a failure or gotcha; returns `{memoryId}`."""
         who = createdBy
         ns = memories.check_namespace(namespace)
         values = {"context": context, "goal": goal, "action": action, "outcome": outcome, "insight": insight}
@@ -67,7 +63,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def get_episode(memoryId: str) -> dict[str, Any] | None:
-        """Fetch one episode by its memory id, with its structured fields; null when it is not an episode."""
+        """Fetch an episode by memory id with its structured fields; null when not an episode."""
         row = db.read(lambda c: memories.get_memory(c, memory_id=memoryId))
         if row is None or row["type"] != "episode":
             return None
@@ -81,7 +77,7 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List episodes newest first, by `namespace` (or `prefix/*`) and author (`orchestrator`); paged."""
+        """List episodes newest first, by `namespace` (or `prefix/*`) and author `orchestrator`."""
         scope = memories.scope_of(namespace, visible=app.read_prefixes())
         author = orchestrator or None
         return db.read(lambda c: memories.list_memories(
@@ -90,11 +86,11 @@ def register(app: App) -> None:
     @app.tool("read")
     def search_episodes_by_keyword(query: str, namespace: str | None = None, limit: int | None = None,
                                    fields: Fields = "full") -> dict[str, Any]:
-        """Search episodes by keyword (BM25); the same rules and result as text_search (`fields` too)."""
+        """Search episodes by keyword, with text_search's rules and result."""
         return run_search(query, namespace, limit, fields, semantic=False)
 
     @app.tool("read")
     def search_episodes_by_semantic(query: str, namespace: str | None = None, limit: int | None = None,
                                     fields: Fields = "full") -> dict[str, Any]:
-        """Search episodes by meaning (cosine similarity); keyword fallback with a `reason`."""
+        """Search episodes by meaning; keyword fallback with a `reason`."""
         return run_search(query, namespace, limit, fields, semantic=True)

@@ -45,10 +45,9 @@ def register(app: App) -> None:
         files: list[str] | None = None,
         validatedFix: str | None = None,
     ) -> dict[str, str]:
-        """Record a bug you solved: symptom, root cause, and the fix if known; returns `{patternId}`.
+        """Record a bug you solved: symptom, root cause, fix if known; returns `{patternId}`.
 
-        Then add_fix_attempt for what you tried (failures too). `symptom` is searched by meaning;
-        patterns are shared across projects (`sourceProject` = where it was found).
+        Then add_fix_attempt for each try (failures too).
         """
         creator = createdBy
         args = {
@@ -64,7 +63,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def get_fix_pattern(patternId: str) -> dict[str, Any] | None:
-        """Fetch one fix pattern with its attempts (oldest first, at most 200); null when absent."""
+        """Fetch a fix pattern with its attempts (oldest first, at most 200)."""
         return db.read(lambda c: store.get(c, pattern_id=patternId))
 
     @app.tool("write", identity="createdBy", shared="the fix-pattern knowledge base is the team's: any teammate records an attempt", idempotent=True)
@@ -76,9 +75,9 @@ def register(app: App) -> None:
         createdBy: str | None = None,
         commit: str | None = None,
     ) -> dict[str, Any]:
-        """Record one attempt at fixing a pattern's bug, and whether and why it worked; returns `{attemptId}`.
+        """Record one attempt at fixing a pattern's bug and whether it worked; returns `{attemptId}`.
 
-        The first attempt that worked becomes the pattern's `validatedFix` when none is set (`autoValidated`).
+        The first that worked becomes `validatedFix` when none is set.
         """
         creator = createdBy
         args = {
@@ -99,11 +98,9 @@ def register(app: App) -> None:
     @app.tool("read")
     def search_fix_patterns(query: str, limit: int | None = None, project: str | None = None,
                             fields: Fields = "full") -> dict[str, Any]:
-        """Search fix patterns by meaning (symptom, root cause): call it BEFORE fixing any bug.
+        """Search fix patterns by meaning: call it BEFORE fixing any bug.
 
-        Pass the error message or symptom; apply an item's `validatedFix` when `validated`.
-        `fields="lite"`: `_id`, `sourceProject`, `score`, `snippet`, `validated`, `preview`.
-        `mode` is "keyword" (with `reason`) when no embedding is available.
+        Pass the error or symptom; apply a `validated` item's `validatedFix`.
         """
         words = require_query(query)
         scope = _name(project, "project", required=False)
@@ -120,13 +117,13 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List fix patterns newest first, optionally of one `project` (sourceProject); paged, no attempts."""
+        """List fix patterns newest first, optionally of one `project`, without attempts."""
         scope = _name(project, "project", required=False)
         return db.read(lambda c: store.list_patterns(c, project=scope, limit=limit, cursor=cursor, fields=fields))
 
     @app.tool("idempotent", shared="the fix-pattern knowledge base is the team's: any teammate links an issue")
     def link_issue_to_pattern(patternId: str, issueId: str) -> dict[str, Any]:
-        """Link an issue (e.g. "owner/repo#282") to a fix pattern, once; returns `{added, linkedIssueIds}`."""
+        """Link an issue ("owner/repo#282") to a fix pattern, once; returns `{added, linkedIssueIds}`."""
         issue = _name(issueId, "issueId")
         now = now_ms()
         side = app.extensions.get(store.ISSUE_SIDE)

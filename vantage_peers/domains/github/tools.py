@@ -66,34 +66,22 @@ def register(app: App) -> None:
     @app.tool("read")
     def list_issues(project: str | None = None, status: IssueStatus | None = None, limit: int | None = None,
                     cursor: str | None = None, fields: Fields = "full") -> dict[str, Any]:
-        """List tracked GitHub issues, newest first; returns `{count, issues, nextCursor?}` (rows under `issues`).
-
-        Filters: `project` (the mapped project), `status` (open, in_progress, fixed, verified,
-        closed). `limit` default 20, clamped to 1..200; `count` is the number of rows on this page.
-        `fields="lite"` = _id, _creationTime, repo, issueNumber, title, status, project.
-        """
+        """List tracked GitHub issues newest first, by `project` or `status`; returns `{count, issues, nextCursor?}`."""
         scope = check_name(project, "project") if project is not None else None
         return db.read(lambda c: issues.list_issues(c, project_name=scope, status=status, limit=limit,
                                                     cursor=cursor, fields=fields))
 
     @app.tool("read")
     def get_issue(repo: str, issueNumber: int) -> dict[str, Any] | None:
-        """Fetch one issue by `repo` (owner/name) and `issueNumber`; null when it is not tracked.
-
-        Includes status, linkedTaskIds, commitShas, linkedPatternIds, fixedBy, verifiedBy, missionId
-        and the external-tracking fields (prUrl, prStatus …) when set.
-        """
+        """Fetch a tracked issue by `repo` (owner/name) and `issueNumber`."""
         slug, number = check_repo(repo), check_number(issueNumber)
         return db.read(lambda c: issues.get(c, repo=slug, number=number))
 
     @app.tool("write", shared=ISSUES_SHARED)
     def update_issue_status(repo: str, issueNumber: int, status: IssueStatus) -> dict[str, Any]:
-        """Move an issue along its lifecycle open → in_progress → fixed → verified → closed.
+        """Move an issue along open → in_progress → fixed → verified → closed; returns the issue.
 
-        Allowed moves: open → in_progress|fixed|closed; in_progress → fixed|open|closed; fixed →
-        verified|in_progress|closed; verified → closed|in_progress; closed → open. Any other move
-        is refused with INVALID_STATE naming the allowed next states; the same status again
-        changes nothing. Unknown issue: NOT_FOUND. Returns the issue.
+        A move not allowed is refused (INVALID_STATE names the allowed ones).
         """
         slug, number = check_repo(repo), check_number(issueNumber)
         now = now_ms()
@@ -101,11 +89,7 @@ def register(app: App) -> None:
 
     @app.tool("write", identity="fixedBy", identity_required=False, shared=ISSUES_SHARED)
     def link_commit_to_issue(repo: str, issueNumber: int, commitSha: str, fixedBy: str | None = None) -> dict[str, Any]:
-        """Record a commit SHA on an issue; an open or in-progress issue moves to `fixed`.
-
-        `commitSha` is 7-40 hex characters (recorded once); `fixedBy` defaults to VP_ORCHESTRATOR.
-        An issue already fixed, verified or closed keeps its status. Returns the issue.
-        """
+        """Record a commit SHA on an issue, moving an open or in_progress one to `fixed`; returns the issue."""
         slug, number = check_repo(repo), check_number(issueNumber)
         if not isinstance(commitSha, str) or not COMMIT_SHA.match(commitSha.strip()):
             raise InvalidArgument(f"commitSha must be 7-40 hexadecimal characters, got {commitSha!r}")
@@ -116,11 +100,7 @@ def register(app: App) -> None:
 
     @app.tool("write", identity="verifiedBy", shared=ISSUES_SHARED)
     def verify_issue(repo: str, issueNumber: int, verifiedBy: str | None = None) -> dict[str, Any]:
-        """Mark a fixed issue `verified` (the fix is confirmed to work); records verifiedBy.
-
-        `verifiedBy` is required (defaults to VP_ORCHESTRATOR). Only a `fixed` issue can be
-        verified (INVALID_STATE otherwise); verifying a verified issue changes nothing. Returns the issue.
-        """
+        """Mark a `fixed` issue `verified` (the fix works), recording `verifiedBy`; returns the issue."""
         slug, number = check_repo(repo), check_number(issueNumber)
         who = verifiedBy
         now = now_ms()
@@ -128,22 +108,16 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def issue_stats(project: str | None = None) -> dict[str, Any]:
-        """Issue counts by status: `{open, in_progress, fixed, verified, closed, total}`.
-
-        With `project`, the counts of that project; without, of every issue plus `byProject`
-        (unmapped repos under "(unmapped)"). Daily MTTR snapshots are kept by the 06:00 UTC job.
-        """
+        """Count issues by status, of one `project` or of all (with `byProject`); returns the counts."""
         scope = check_name(project, "project") if project is not None else None
         return db.read(lambda c: issues.counts(c, project_name=scope))
 
     # -- repo mappings ----------------------------------------------------------------------------
     @app.tool("idempotent", owns=Owns("repo mapping", "repo", ("creator",), action="change"))
     def add_repo_mapping(repo: str, orchestrator: str, project: str) -> dict[str, Any]:
-        """Map a GitHub repo (owner/name) to the orchestrator that handles its issues and a project.
+        """Map a GitHub repo (owner/name) to the orchestrator and project handling its issues; returns the mapping.
 
-        One mapping per repo: adding it again re-points it (and reactivates it). Issues opened
-        on a mapped repo start the IRP; `complete_task` resolves `#NNN` through the project.
-        Returns the mapping with `mappingId` and `created`.
+        Adding it again re-points it; new issues of a mapped repo start the IRP.
         """
         slug = check_repo(repo)
         who, proj = check_name(orchestrator, "orchestrator"), check_name(project, "project")
@@ -154,25 +128,18 @@ def register(app: App) -> None:
     @app.tool("read")
     def list_repo_mappings(limit: int | None = None, cursor: str | None = None,
                            fields: Fields = "full") -> dict[str, Any]:
-        """List repo → orchestrator mappings, newest first; paged `{items, nextCursor?}`.
-
-        `limit` default 20, clamped to 1..200. `fields="lite"` = _id, _creationTime, repo,
-        orchestrator, project (no active, lastDeployedSHA, lastDeployedAt).
-        """
+        """List repo → orchestrator mappings, newest first."""
         return db.read(lambda c: mappings.list_mappings(c, limit=limit, cursor=cursor, fields=fields))
 
     @app.tool("read")
     def get_repo_mapping(repo: str) -> dict[str, Any] | None:
-        """Fetch one repo mapping by its owner/name slug (case-insensitive); null when none."""
+        """Fetch a repo mapping by owner/name (case-insensitive)."""
         slug = check_repo(repo)
         return db.read(lambda c: mappings.get(c, repo=slug))
 
     @app.tool("destructive", owns=Owns("repo mapping", "repo", ("creator",), action="change"))
     def remove_repo_mapping(repo: str) -> dict[str, Any]:
-        """Delete a repo mapping: new issues of that repo are recorded but start nothing.
-
-        Returns `{repo, deleted}`; an unknown repo gives `deleted: false`. Tracked issues are kept.
-        """
+        """Delete a repo mapping: its issues stay, new ones start nothing; returns `{repo, deleted}`."""
         slug = check_repo(repo)
         return db.write(lambda c: mappings.remove(c, repo=slug))
 
@@ -180,13 +147,9 @@ def register(app: App) -> None:
     @app.tool("idempotent", master_only="it decides where the server sends a deploy key")
     def add_deployment(name: str, deploymentUrl: str, deployKeyEnvVar: str, githubRepo: str,
                        orchestrator: str) -> dict[str, Any]:
-        """Register a Convex deployment for error monitoring (polled every 5 minutes).
+        """Register a Convex deployment for error monitoring; its new errors become `[Auto]` issues on `githubRepo`; returns it.
 
-        `deploymentUrl` e.g. https://calm-gerbil-63.convex.cloud; `deployKeyEnvVar` names the
-        environment variable of this server that holds its deploy key (must start with
-        DEPLOY_KEY_ or CONVEX_DEPLOY_KEY, e.g. DEPLOY_KEY_MYREELDREAM); new errors are filed as
-        `[Auto]` issues on `githubRepo` (owner/name). Adding a name again updates and reactivates it.
-        Returns the deployment with `deploymentId` and `created`.
+        `deployKeyEnvVar`: this server's variable holding the deploy key (DEPLOY_KEY_…).
         """
         label = check_name(name, "name")
         url = _url(deploymentUrl)
@@ -201,10 +164,7 @@ def register(app: App) -> None:
 
     @app.tool("destructive", master_only="it decides where the server sends a deploy key")
     def remove_deployment(name: str) -> dict[str, Any]:
-        """Stop monitoring a deployment: it is deactivated (`active: false`), its row and errors are kept.
-
-        Unknown name: NOT_FOUND. add_deployment with the same name reactivates it. Returns the deployment.
-        """
+        """Stop monitoring a deployment (deactivated, its errors kept); returns it."""
         label = check_name(name, "name")
         now = now_ms()
         return db.write(lambda c: deployments.deactivate(c, name=label, now=now))
@@ -212,17 +172,12 @@ def register(app: App) -> None:
     @app.tool("read")
     def list_errors(deployment: str | None = None, limit: int | None = None, cursor: str | None = None,
                     fields: Fields = "full") -> dict[str, Any]:
-        """List detected deployment errors with their dedup counts and linked issue numbers, newest first.
-
-        `deployment` filters by deployment name. Paged `{items, nextCursor?}`; `limit` default 20,
-        clamped to 1..200. `fields="lite"` = _id, _creationTime, deployment, functionName,
-        errorMessage, count, lastSeen, githubIssueNumber.
-        """
+        """List detected deployment errors newest first, with dedup counts and linked issues."""
         label = check_name(deployment, "deployment") if deployment is not None else None
         return db.read(lambda c: deployments.list_errors(c, deployment=label, limit=limit, cursor=cursor,
                                                          fields=fields))
 
     @app.tool("read")
     def get_error(errorId: str) -> dict[str, Any] | None:
-        """Fetch one error-log entry by id with its full details, including the stack trace; null when unknown."""
+        """Fetch an error-log entry by id with its full details and stack trace."""
         return db.read(lambda c: deployments.get_error(c, error_id=errorId))

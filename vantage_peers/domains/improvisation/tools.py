@@ -17,10 +17,6 @@ def register(app: App) -> None:
         windowDays: Annotated[float, Field(gt=0, le=3650)] = 7,
         orchestrators: Annotated[list[str] | None, Field(max_length=200)] = None,
     ) -> dict[str, Any]:
-        """Advisory digest of recent tasks, messages and memories that state fleet facts without a VP-Sources footer.
-
-        Flags records over the last `windowDays` (default 7) that hold a commit SHA, `#NNN`, an id or
-        merged/deployed/shipped… and no `VP-Sources:`. Returns `{countsByOrch, countsByCategory, samples}`.
-        """
+        """Advisory: recent tasks, messages and memories that state fleet facts with no VP-Sources footer; returns counts."""
         names = [check_name(o, "orchestrators") for o in orchestrators] if orchestrators else None
         return app.db.read(lambda c: store.digest(c, window_days=windowDays, orchestrators=names))

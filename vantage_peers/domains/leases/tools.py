@@ -35,10 +35,7 @@ def register(app: App) -> None:
     # Only the claim's holder renews it (anyone else: LEASE_LOST, decided by the store's compare-and-set).
     @app.tool("idempotent", identity="callerOrchestrator")
     def renew_task_claim(taskId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Extend your claim on a checked-out task by its TTL; returns `{taskId, leaseExpiresAt, fencingToken}`.
-
-        LEASE_LOST when it lapsed or was taken over. Any call of a server started with VP_ORCHESTRATOR renews its claims too (presence).
-        """
+        """Extend your claim on a checked-out task by its TTL; returns the lease (LEASE_LOST when it lapsed or was taken)."""
         caller, now = callerOrchestrator, now_ms()
         return db.write(lambda c: claims.renew_claim(c, task_id=taskId, caller=caller, now=now))
 
@@ -47,13 +44,9 @@ def register(app: App) -> None:
                       ttlSeconds: float = DEFAULT_PATH_TTL_SECONDS, reason: str | None = None,
                       repo: str | None = None, partial: bool = False, callerOrchestrator: str | None = None,
                       callerInstance: str | None = None) -> dict[str, Any]:
-        """Reserve files by gitignore-style globs before editing them; returns `{granted, conflicts}`.
+        """Reserve files by gitignore-style globs before editing; returns `{granted, conflicts}`.
 
-        `granted`: [{id, path, repo, exclusive, expiresAt, fencingToken}]; `conflicts`: [{path, holder,
-        reason, expiresAt}]. All or nothing unless `partial: true`. Exclusive (default) excludes any overlapping
-        reservation of another orchestrator; shared ones coexist. `repo` defaults to the git repo
-        of the server's working directory. The git guard (`vantage-peers guard install`) refuses
-        commits on paths others reserved exclusively.
+        All or nothing unless `partial`; exclusive (default) excludes others' overlaps; the git guard refuses commits on paths others hold.
         """
         caller, instance, now = callerOrchestrator, callerInstance, now_ms()
         root = repos.resolve(path_store.clean_repo(repo))
@@ -65,10 +58,7 @@ def register(app: App) -> None:
     @app.tool("read", identity="callerOrchestrator", identity_required=False)
     def check_path_conflicts(paths: list[str], repo: str | None = None,
                              callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """What an exclusive reservation of `paths` would meet; returns `{conflicts, free}`, reserves nothing.
-
-        `conflicts`: [{path, holder, reason, expiresAt}]; `free`: the paths nobody else holds.
-        """
+        """What an exclusive reservation of `paths` would meet; returns `{conflicts, free}`, reserves nothing."""
         caller = callerOrchestrator
         root = repos.resolve(path_store.clean_repo(repo))
         wanted, now = patterns(paths, root), now_ms()
@@ -78,11 +68,7 @@ def register(app: App) -> None:
     @app.tool("read")
     def list_path_reservations(repo: str | None = None, holder: str | None = None, limit: int | None = None,
                                cursor: str | None = None, fields: Fields = "full") -> dict[str, Any]:
-        """Path reservations in force, newest first; returns `{items, nextCursor?}`.
-
-        Every repo unless `repo`; `holder` = an orchestrator. Items: {id, path, repo, holder,
-        exclusive, reason, expiresAt, fencingToken}.
-        """
+        """List path reservations in force, newest first, of every repo unless `repo`."""
         root = repos.resolve(path_store.clean_repo(repo)) if repo else None
         who = check_name(holder, "holder") if holder else None
         now = now_ms()
@@ -92,7 +78,7 @@ def register(app: App) -> None:
 
     @app.tool("idempotent", identity="callerOrchestrator")
     def renew_path_reservations(ids: list[str], callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Extend your path reservations by their TTL from now; returns `{renewed, notRenewed}`."""
+        """Extend your path reservations by their TTL; returns `{renewed, notRenewed}`."""
         caller, now = callerOrchestrator, now_ms()
         wanted = _ids(ids)
         return db.write(lambda c: path_store.renew(c, ids=wanted, holder=caller, now=now))
@@ -100,7 +86,7 @@ def register(app: App) -> None:
     @app.tool("idempotent", identity="callerOrchestrator")
     def release_paths(ids: list[str] | None = None, paths: list[str] | None = None, repo: str | None = None,
                       callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Release your path reservations by id or by the exact patterns you reserved; returns `{released, count}`."""
+        """Release your path reservations by id or exact pattern; returns `{released, count}`."""
         caller, now = callerOrchestrator, now_ms()
         if not ids and not paths:
             raise InvalidArgument("give ids (from reserve_paths) or paths (the patterns you reserved)")
@@ -111,10 +97,7 @@ def register(app: App) -> None:
 
     @app.tool("destructive", identity="callerOrchestrator")
     def force_release_path_reservation(id: str, reason: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """End another agent's path reservation; returns `{released, id, holder?, path?}`.
-
-        Master, `system` or the repo mapping's owner only; the holder gets a message with `reason`.
-        """
+        """End another agent's path reservation (master, `system` or repo owner); the holder gets `reason`; returns `{released}`."""
         caller, now = callerOrchestrator, now_ms()
         why = path_store.clean_reason(reason)
         if not why:
@@ -127,10 +110,9 @@ def register(app: App) -> None:
     def acquire_slot(name: str, ttlSeconds: float = DEFAULT_SLOT_TTL_SECONDS, capacity: int = 1,
                      reason: str | None = None, callerOrchestrator: str | None = None,
                      callerInstance: str | None = None) -> dict[str, Any]:
-        """Take one of `capacity` places of a named slot; returns `{acquired, id, expiresAt, fencingToken}`.
+        """Take one of `capacity` places of a named slot (e.g. deploy-prod, capacity 1); returns `{acquired, …}`.
 
-        Refused: `{acquired: false, holders, retryAfter}`. E.g. "deploy-prod" capacity 1, "e2e"
-        capacity 2. Acquiring a slot you hold renews it; release_slot when done; it lapses with your presence.
+        Acquiring again renews; release_slot when done; it lapses with your presence.
         """
         caller, instance, now = callerOrchestrator, callerInstance, now_ms()
         ttl, cap, why = leases.ttl_ms(ttlSeconds), slots.clean_capacity(capacity), path_store.clean_reason(reason)
@@ -140,16 +122,13 @@ def register(app: App) -> None:
     @app.tool("idempotent", identity="callerOrchestrator", instance="callerInstance")
     def release_slot(name: str, callerOrchestrator: str | None = None,
                      callerInstance: str | None = None) -> dict[str, Any]:
-        """Give back your place in a named slot; returns `{released, name, count}`."""
+        """Give back your place in a named slot; returns `{released, count}`."""
         caller, instance, now = callerOrchestrator, callerInstance, now_ms()
         return db.write(lambda c: slots.release(c, name=name, holder=caller, instance=instance, now=now))
 
     @app.tool("read")
     def list_slots(name: str | None = None, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
-        """Named slots in use, with their holders and expiry; returns `{items, nextCursor?}`.
-
-        Items: {name, capacity, inUse, free, holders}.
-        """
+        """List named slots in use with their capacity, holders and expiry."""
         now = now_ms()
         sweep.before_read(db, now)
         return db.read(lambda c: slots.list_slots(c, now=now, name=name, limit=limit, cursor=cursor))
@@ -157,10 +136,7 @@ def register(app: App) -> None:
     @app.tool("read")
     def list_leases(kind: str | None = None, holder: str | None = None, limit: int | None = None,
                     cursor: str | None = None, fields: Fields = "full") -> dict[str, Any]:
-        """Every lease in force, newest first; returns `{items, nextCursor?}`.
-
-        kind task = a claim, path = a reservation, slot; each with holder, expiresAt, fencingToken.
-        """
+        """List every lease in force (task claims, path reservations, slots), newest first."""
         if kind is not None and kind not in leases.KINDS:
             raise InvalidArgument(f"kind must be one of {', '.join(leases.KINDS)}, got {kind!r}")
         who = check_name(holder, "holder") if holder else None

@@ -72,10 +72,9 @@ def register(app: App) -> None:
         spendingLimits: SpendingLimits | None = None,
         approvedCategories: list[str] | None = None,
     ) -> dict[str, Any]:
-        """Request a service from another orchestrator with a token budget (status `requested`).
+        """Request a service from another orchestrator with a token budget; returns the mandate.
 
-        `spendingLimits` {maxPerTransaction?, maxPerPeriod?, periodDays?} and `approvedCategories`
-        bound spending. Then accept_mandate (fulfiller) and settle_mandate (requester). Returns the mandate.
+        Then accept_mandate (fulfiller), settle_mandate (requester).
         """
         requester = requestedBy
         values = {"requestedBy": requester, "fulfilledBy": check_name(fulfilledBy, "fulfilledBy"),
@@ -86,7 +85,7 @@ def register(app: App) -> None:
 
     @app.tool("write", identity="callerOrchestrator")
     def accept_mandate(mandateId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Accept a requested mandate (→ accepted; fulfiller or `system` only); returns the mandate."""
+        """Accept a requested mandate (fulfiller or `system`); returns it."""
         caller = callerOrchestrator
 
         def run(c):
@@ -106,10 +105,9 @@ def register(app: App) -> None:
         approvedCategories: list[str] | None = None,
         spend: Spend | None = None,
     ) -> dict[str, Any]:
-        """Update a mandate: one status step, its terms, or a spending record; returns the mandate.
+        """Update a mandate: one status step, its terms, or a `spend`; returns it.
 
-        `status`: accepted → in_progress → delivered (fulfiller). Terms: requester, until delivery.
-        `spend` {amount, category?, note?}: either party; over a limit → SPENDING_DENIED.
+        Status steps (accepted → in_progress → delivered) are the fulfiller's, terms the requester's until delivery; `spend`: either party (SPENDING_DENIED over a limit).
         """
         caller = callerOrchestrator
         terms = _terms(service, budget, spendingLimits, approvedCategories)
@@ -127,10 +125,7 @@ def register(app: App) -> None:
 
     @app.tool("write", identity="callerOrchestrator")
     def settle_mandate(mandateId: str, finalCost: float, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Close a mandate with its final cost (→ settled, final); requester or `system` only.
-
-        Allowed from accepted, in_progress or delivered. Returns the mandate.
-        """
+        """Close a mandate with its final cost (requester or `system`); returns it."""
         caller = callerOrchestrator
         cost = number(finalCost, "finalCost")
 
@@ -143,7 +138,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def validate_mandate_spending(mandateId: str, proposedAmount: float, category: str | None = None) -> dict[str, Any]:
-        """Check whether spending `proposedAmount` (in `category`) fits a mandate's limits; returns `{allowed, reason}`."""
+        """Check whether `proposedAmount` (in `category`) fits a mandate's limits; returns `{allowed, reason}`."""
         amount = number(proposedAmount, "proposedAmount", positive=True)
         label = text(category, "category", required=False, max_bytes=200)
 
@@ -162,12 +157,12 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List mandates newest first, by requester, fulfiller and/or status; paged."""
+        """List mandates newest first, by requester, fulfiller and/or status."""
         filters = {"requestedBy": requestedBy, "fulfilledBy": fulfilledBy, "status": status}
         return db.read(lambda c: store.MANDATES.page(c, filters=filters, limit=limit, cursor=cursor, fields=fields))
 
     @app.tool("read")
     def get_mandate(mandateId: str, includeSpending: bool = False) -> dict[str, Any] | None:
-        """Fetch one mandate (`spent` = recorded total); `includeSpending` adds the transactions."""
+        """Fetch a mandate (`spent` = recorded total); `includeSpending` adds the transactions."""
         return db.read(lambda c: store.get(c, mandateId, include_spending=includeSpending))
 

@@ -31,13 +31,15 @@ SeverityArg = Annotated[str, _enum(SEVERITIES, "minor/low < medium < major/high 
 TypeFilterArg = Annotated[
     str | list[str] | None,
     WithJsonSchema({
+        # The values are store_memory's `type` enum: listed there once, not in every filter (a lean
+        # tools/list); a value outside it is refused naming the choices (check_types).
         "anyOf": [
-            {"type": "string", "enum": list(MEMORY_TYPES)},
-            {"type": "array", "items": {"type": "string"}},  # the same values (listed once: a lean tools/list)
+            {"type": "string"},
+            {"type": "array", "items": {"type": "string"}},
             {"type": "null"},
         ],
         "default": None,
-        "description": "Only this memory type, or a list of them",
+        "description": "store_memory's types",
     }),
 ]
 

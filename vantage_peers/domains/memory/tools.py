@@ -24,20 +24,13 @@ from .models import (
 )
 from .services import services
 
-RECALL_TOOL_DESCRIPTION = with_doctrine("""Find the memories most relevant to a question: meaning and keywords fused.
+RECALL_TOOL_DESCRIPTION = with_doctrine("""Find the memories most relevant to a question (meaning and keywords).
 
-Call it before answering about the project. `namespace`: exact, `prefix/*`, or all.
-`fields="lite"` for compact hits (100 fit one answer). `mode` "keyword" (with `reason`) means no
-embedding was available.""")
+`namespace`: exact, `prefix/*`, or all; `mode` "keyword" means no embedding.""")
 
-TEXT_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Keyword (BM25) search over memories, for exact words, names and identifiers.
+TEXT_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Search memories by keyword (BM25) for exact words, names and ids; all words, else any (`match`).""")
 
-All words first, else any (`match` says which); words are stemmed, ids and paths match exactly;
-items carry a `snippet` with hits in [brackets].""")
-
-HYBRID_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Vector + BM25 search over memories (z-score fusion, vector weight 0.6).
-
-Same arguments and result (`{mode, items}`) as recall.""")
+HYBRID_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Search memories by vector + BM25; arguments and result as recall.""")
 
 
 def _episode(value: Episode | None) -> dict[str, Any] | None:
@@ -87,10 +80,9 @@ def register(app: App) -> None:
         ttl: str | None = None,
         episode: Episode | None = None,
     ) -> dict[str, Any]:
-        """Store a typed, namespaced memory; found by keyword at once, by meaning within seconds.
+        """Store a memory, found by keyword at once and by meaning within seconds; returns `{memoryId}`.
 
-        `namespace` is exact (`global`, `project/<name>`, …). `relations` [{targetId, type}] (or
-        `relatesTo`); type `updates` archives the target. `ttl`: ISO 8601 expiry. Returns `{memoryId}`.
+        `ttl`: an ISO 8601 expiry datetime.
         """
         who = createdBy
         ns = store.check_namespace(namespace)
@@ -112,7 +104,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def get_memory(memoryId: str) -> dict[str, Any] | None:
-        """Fetch one memory by id (archived ones too, isLatest=false); null when unknown or expired."""
+        """Fetch a memory by id, archived ones too; null when expired."""
         row = db.read(lambda c: store.get_memory(c, memory_id=memoryId))
         return store.memory_doc(row) if row else None
 
@@ -125,10 +117,7 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List the active memories of a namespace (exact or `prefix/*`), newest first; paged.
-
-        Archived ones only with `includeSuperseded`.
-        """
+        """List a namespace's memories (exact or `prefix/*`), newest first, archived ones with `includeSuperseded`."""
         if namespace is None or namespace == "":
             raise InvalidArgument("namespace is required (exact, or 'prefix/*')")
         scope = store.scope_of(namespace, visible=app.read_prefixes())
@@ -139,7 +128,7 @@ def register(app: App) -> None:
 
     @app.tool("destructive", shared="memories are guarded by namespace scopes, not by author")
     def soft_delete_memory(memoryId: str) -> None:
-        """Archive a memory (isLatest=false): gone from lists and searches, kept for audit; returns null."""
+        """Archive a memory: out of lists and searches, kept for audit; returns null."""
         db.write(lambda c: store.soft_delete(c, memory_id=memoryId))
 
     @app.tool("read", description=RECALL_TOOL_DESCRIPTION)

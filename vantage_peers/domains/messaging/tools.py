@@ -34,11 +34,7 @@ def register(app: App) -> None:
         ackRequired: bool = False,
         ackTimeoutSeconds: int | None = None,
     ) -> dict[str, Any]:
-        """Send a message to a role, a comma list, one instance id, or `broadcast`.
-
-        `instanceId`: one instance of the role. `ackRequired`: redelivered until acknowledge_message.
-        Returns `{messageId, recipients}`; `warnings` name recipients with no profile.
-        """
+        """Send a message to a role, a comma list, an instance id, or `broadcast`; returns `{messageId, recipients}`."""
         sender = from_
         check_name(channel, "channel")
         text = require_text(content, "content", max_bytes=MAX_CONTENT_BYTES)
@@ -73,10 +69,9 @@ def register(app: App) -> None:
         since: int | None = None,
         limit: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Fetch your unread messages, oldest first, each with the `receiptId` for mark_as_read.
+        """Fetch your unread messages, oldest first, without marking them read (mark_as_read takes their `receiptId`s).
 
-        Marks nothing read. At most `limit` (100, max 500) within 50,000 bytes (a cut message lists
-        `truncatedFields`; get_message has it whole): mark them read, or pass `since`, for more.
+        For more than one answer holds, mark them read or pass `since`.
         """
         who = recipient
         inst = recipientInstanceId
@@ -89,12 +84,12 @@ def register(app: App) -> None:
 
     @app.tool("idempotent", owns=Owns("receipt", "receiptIds", ("recipient",), action="mark read"))
     def mark_as_read(receiptIds: Annotated[list[str], Field(max_length=10_000)]) -> int:
-        """Mark messages read by receipt id (from check_messages); returns how many changed."""
+        """Mark messages read by receipt id; returns how many changed."""
         return db.write(lambda c: store.mark_as_read(c, receipt_ids=receiptIds))
 
     @app.tool("destructive", identity="callerOrchestrator", owns=Owns("message", "messageId", ("sender",), action="delete"))
     def delete_message(messageId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Delete a message and its receipts (sender or `system` only); returns `{deleted, receiptsDeleted}`."""
+        """Delete a message and its receipts (sender or `system`); returns counts."""
         def run(c):
             if store.message_sender(c, messageId) is None:
                 return {"deleted": False, "receiptsDeleted": 0}
@@ -104,7 +99,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def get_message(messageId: str) -> dict[str, Any] | None:
-        """Fetch one message by id with its full content and channel; null when it does not exist."""
+        """Fetch a message by id, content whole."""
         return db.read(lambda c: store.get_message(c, message_id=messageId))
 
     @app.tool("read")
@@ -116,7 +111,7 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List messages newest first, optionally by sender (`from`), `channel` or `sessionDay`; paged."""
+        """List messages newest first, by `from`, `channel` or `sessionDay`."""
         return db.read(
             lambda c: store.list_messages(
                 c, sender=from_, channel=channel, session_day=sessionDay, limit=limit, cursor=cursor, fields=fields
@@ -125,7 +120,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def list_broadcast_status(messageId: str) -> dict[str, Any]:
-        """Who has read a message and who has not: `{messageId, from, channel, receipts, readCount, unreadCount}`."""
+        """List who has read a message and who has not."""
         status = db.read(lambda c: store.broadcast_status(c, message_id=messageId))
         if status is None:
             raise NotFound(f"message {messageId} does not exist")
@@ -138,7 +133,7 @@ def register(app: App) -> None:
         from_: Annotated[str | None, Field(alias="from")] = None,
         channel: str | None = None,
     ) -> dict[str, Any]:
-        """Search message content by keyword (every word must match); best first, each with a `snippet`."""
+        """Search message content by keyword (all words), best first, with a `snippet`."""
         size = clamp_limit(limit)
         query = require_query(query)
         return cut(db.read(lambda c: store.search_messages(c, query=query, limit=size, sender=from_,

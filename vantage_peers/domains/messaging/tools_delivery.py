@@ -69,10 +69,9 @@ def register(app: App) -> None:
         note: str | None = None,
         recipient: str | None = None,
     ) -> dict[str, Any]:
-        """Acknowledge messages you received, by `receiptIds` or `messageId` (idempotent).
+        """Acknowledge messages you received by `receiptIds` or `messageId`; returns counts.
 
-        Else an `ackRequired` one is redelivered, then dead-lettered. Returns `{acknowledged,
-        alreadyAcknowledged, receiptIds}`.
+        An unacknowledged `ackRequired` one is redelivered, then dead-lettered.
         """
         who = recipient
         text = require_text(note, "note", max_bytes=MAX_NOTE_BYTES) if note is not None else None
@@ -82,12 +81,7 @@ def register(app: App) -> None:
     @app.tool("read", toolset="extras", identity="callerOrchestrator",
               owns=Owns("message", "messageId", ("sender",), action="see the delivery of"))
     def get_message_delivery(messageId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """Show who received, read and acknowledged a message you sent (sender or `system` only).
-
-        Returns `{messageId, from, channel, createdAt, recipients, counts}`: per recipient and
-        instance `delivered`, `read`, `acknowledged` (with `ackNote`, `acknowledgedAt`),
-        `redelivered` (count), `deadLettered`, `recipientLastSeen`, `stale` and `pending`.
-        """
+        """Show who received, read and acknowledged a message you sent (sender or `system`); returns per-recipient states."""
         view = db.read(lambda c: delivery.delivery(c, message_id=messageId, now=now_ms(),
                                                    dead_after_ms=settings.dead_after_seconds * 1000))
         if view is None:

@@ -20,12 +20,8 @@ from . import store
 MAX_TEXT_BYTES = 200_000
 MAX_MISSION_TASKS = 500
 Status = Annotated[str, WithJsonSchema({"type": "string", "enum": list(MISSION_STATUSES)})]
-StatusFilter = Annotated[
-    str | list[str] | None,
-    Field(description="A mission status, an array of them, or an alias: open = brainstorm+plan+execute+validate, "
-                      "active = plan+execute, all = no filter"),
-]
-Progress = Annotated[float, Field(ge=0, le=100, description="0-100, set manually by the pilot")]
+StatusFilter = str | list[str] | None  # a status, a list, or an alias (the server instructions say which)
+Progress = Annotated[float, Field(ge=0, le=100)]
 
 
 def _enum(value: Any, allowed: tuple[str, ...], field: str) -> str:
@@ -97,10 +93,9 @@ def register(app: App) -> None:
         progress: Annotated[float | None, Field(ge=0, le=100)] = None,
         templateId: str | None = None,
     ) -> str:
-        """Create a mission (a tracked group of tasks led by a pilot); returns the new mission id.
+        """Create a mission (tasks grouped under a pilot); returns its id.
 
-        Start in `plan` (`brainstorm` for ideas only). `progress` 0-100 is manual. `templateId` records
-        lineage only: instantiate_template_into_mission creates the tasks.
+        Start in `plan` (`brainstorm` for ideas); `templateId` only records lineage (instantiate_template_into_mission makes tasks).
         """
         fields = _check({"name": name, "project": project, "status": status, "priority": priority, "pilot": pilot,
                          "agents": agents, "description": description, "brief": brief, "startDate": startDate,
@@ -110,10 +105,7 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def get_mission(missionId: str) -> dict[str, Any] | None:
-        """Fetch a mission with its tasks (oldest first) and `taskCounts` by status.
-
-        A very large mission sets `tasksTruncated`: page with list_tasks_by_mission.
-        """
+        """Fetch a mission with its tasks and `taskCounts` (if `tasksTruncated`, page list_tasks_by_mission)."""
         return db.read(lambda c: mission_view(c, missionId))
 
     @app.tool("read")
@@ -126,10 +118,7 @@ def register(app: App) -> None:
         cursor: str | None = None,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        """List missions, newest-updated first, by project, pilot or status; paged.
-
-        lite: _id, _creationTime, name, status, pilot, priority, project.
-        """
+        """List missions, newest-updated first, by project, pilot or status."""
         keep = resolve_status_filter(status, statuses=MISSION_STATUSES, aliases=MISSION_ALIASES)
         return db.read(lambda c: store.list_missions(c, project=project, pilot=pilot, statuses=keep,
                                                      updated_since=updatedSince, limit=limit, cursor=cursor,
@@ -152,10 +141,7 @@ def register(app: App) -> None:
         targetDate: int | None = None,
         progress: Annotated[float | None, Field(ge=0, le=100)] = None,
     ) -> None:
-        """Partially update a mission; only the fields you pass change; returns null.
-
-        Creator or pilot only. Cancel: status="cancelled" + `cancelReason` (creator only). Set `pilot` on hand-over.
-        """
+        """Update the fields passed of a mission (creator or pilot; cancelling needs `cancelReason`, creator only); returns null."""
         fields = _check({"name": name, "description": description, "project": project, "brief": brief,
                          "status": status, "cancelReason": cancelReason, "priority": priority, "pilot": pilot,
                          "agents": agents, "startDate": startDate, "targetDate": targetDate, "progress": progress},
@@ -165,10 +151,7 @@ def register(app: App) -> None:
 
     @app.tool("write", owns=Owns("mission", "missionId", ("creator", "pilot"), action="update"))
     def update_mission_status(missionId: str, status: Status) -> None:
-        """Set a mission's status (brainstorm, plan, execute, validate, complete); returns null.
-
-        To cancel, use update_mission with `cancelReason`.
-        """
+        """Set a mission's status; returns null (to cancel, update_mission with `cancelReason`)."""
         if status == "cancelled":
             raise InvalidArgument("cancelling needs a reason: use update_mission with status='cancelled' and "
                                   "cancelReason")
@@ -177,5 +160,5 @@ def register(app: App) -> None:
 
     @app.tool("write", owns=Owns("mission", "missionId", ("creator", "pilot"), action="update"))
     def update_mission_progress(missionId: str, progress: Progress) -> None:
-        """Set a mission's manual progress (0-100), never derived from its tasks; returns null."""
+        """Set a mission's manual progress (0-100); returns null."""
         db.write(lambda c: store.set_column(c, mission_id=missionId, column="progress", value=progress))

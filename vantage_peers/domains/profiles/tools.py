@@ -19,7 +19,7 @@ def register(app: App) -> None:
 
     @app.tool("read", subject="orchestratorId")
     def get_profile(orchestratorId: str | None = None) -> dict[str, Any] | None:
-        """Return an orchestrator's profile: static identity, dynamic state, summary and instances."""
+        """Fetch an orchestrator's profile: identity, state, summary and instances."""
         who = orchestratorId
         return db.read(lambda c: store.get_profile(c, orchestrator_id=who))
 
@@ -31,10 +31,7 @@ def register(app: App) -> None:
         static: StaticProfile | None = None,
         dynamic: DynamicProfile | None = None,
     ) -> dict[str, Any]:
-        """Create or update an orchestrator profile; only the fields you pass change; returns it.
-
-        `static` {role, workspace, capabilities} merges; `dynamic` applies to `instanceId` (or the role).
-        """
+        """Create or update an orchestrator profile (`static` merges; `dynamic` goes to `instanceId`); returns it."""
         who = orchestratorId
         inst = instanceId
         return db.write(
@@ -52,7 +49,7 @@ def register(app: App) -> None:
     def set_summary(
         summary: str, orchestratorId: str | None = None, instanceId: str | None = None
     ) -> dict[str, Any]:
-        """Say what this instance is working on now (shown by list_peers) and register presence; returns `{ok, lastSeen}`."""
+        """Say what this instance is working on (for list_peers) and refresh presence; returns `{ok, lastSeen}`."""
         who = orchestratorId
         inst = instanceId or ""
         text = require_text(summary, "summary", max_bytes=10_000)
@@ -69,12 +66,12 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def list_peers(limit: int | None = None, cursor: str | None = None, fields: Fields = "full") -> dict[str, Any]:
-        """List every known agent instance with its summary and lastSeen, most recently seen first; paged."""
+        """List agent instances with summary and lastSeen, most recently seen first."""
         return db.read(lambda c: store.list_peers(c, limit=limit, cursor=cursor, fields=fields))
 
     @app.tool("read", open=True)
     def whoami() -> dict[str, Any]:
-        """Return the identity this server acts as (VP_ORCHESTRATOR / VP_INSTANCE_ID); `configured` false if none."""
+        """Return the identity this server acts as (VP_ORCHESTRATOR, VP_INSTANCE_ID)."""
         actor = app.actor()  # over HTTP: the identity the token carries
         who = actor.identity
         if not who:

@@ -33,14 +33,14 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def get_mission_template(name: str) -> dict[str, Any] | None:
-        """Fetch a mission template by name with all its steps (e.g. issue-resolution-v3, the default)."""
+        """Fetch a mission template by name with its steps (e.g. issue-resolution-v3, the default)."""
         return db.read(lambda c: store.get_template(c, name=name))
 
     @app.tool("read")
     def list_mission_templates(
         limit: int | None = None, cursor: str | None = None, fields: Fields = "full"
     ) -> dict[str, Any]:
-        """List mission templates by name; paged. lite: _id, _creationTime, name, isDefault, stepCount."""
+        """List mission templates by name."""
         return db.read(lambda c: store.list_templates(c, limit=limit, cursor=cursor, fields=fields))
 
     def upsert(name: str, steps: list[TemplateStep], description: str | None, isDefault: bool | None,
@@ -58,13 +58,9 @@ def register(app: App) -> None:
         return db.write(lambda c: store.upsert_template(c, name=name.strip(), steps=data, description=description,
                                                         is_default=isDefault, created_by=who))
 
-    doc = """Create or update (upsert by `name`) a mission template; returns `{templateId, name, created, stepCount}`.
+    doc = """Create or replace a mission template by `name`; returns `{templateId, created, stepCount}`.
 
-    `steps`: ordered [{title, description, assignedTo?, dependsOn?: step indexes, tags?}]; the list
-    replaces the stored one (add, remove or reorder steps); changes apply to the next
-    instantiation. `description` and `isDefault` keep their stored value when omitted; setting
-    `isDefault: true` makes this the only default template. `createdBy` (default VP_ORCHESTRATOR)
-    records who wrote it.
+    Omitted `description`/`isDefault` keep theirs; `isDefault: true` makes it the only default.
     """
     def update_mission_template(
         name: str,
@@ -88,10 +84,9 @@ def register(app: App) -> None:
         titlePrefix: str | None = None,
         callerOrchestrator: str | None = None,
     ) -> dict[str, Any]:
-        """Create one task per template step inside an existing mission; returns `{taskIds, count}`.
+        """Create one task per template step in a mission; returns `{taskIds, count}`.
 
-        Assignee: the step's `assignedTo`, else the pilot. `{{key}}` placeholders are filled from
-        `context`; `titlePrefix` (e.g. "IRP-255") goes before every title.
+        Assignee: the step's, else the pilot; `{{key}}` placeholders come from `context`.
         """
         ctx = dict(context or {})
         if len(ctx) > 100:
