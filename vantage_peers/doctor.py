@@ -51,6 +51,8 @@ def is_network_fs(kind: str | None) -> bool:
 # with an embedding provider on. Secrets are shown as set/unset, never printed.
 SHOWN_SETTINGS: tuple[tuple[str, str, str | None], ...] = (
     ("db_path", "VP_DB_PATH", None),
+    ("database_url", "VP_DATABASE_URL", None),  # issue #25; shown without its password
+    ("pg_pool_size", "VP_PG_POOL_SIZE", "psycopg_pool"),
     ("orchestrator", "VP_ORCHESTRATOR", None),
     ("instance_id", "VP_INSTANCE_ID", None),
     ("toolsets", "VP_TOOLSETS", None),
@@ -93,6 +95,10 @@ def settings_shown(settings: Settings) -> list[tuple[str, str]]:
         value = getattr(settings, field, None)
         if field in SECRETS:
             shown = "set" if value else "unset"
+        elif field == "database_url" and value:
+            from .db.postgres import _redacted
+
+            shown = _redacted(value)
         elif isinstance(value, tuple):
             shown = ",".join(value)
         elif isinstance(value, bool):
@@ -131,6 +137,13 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
 
     from .db import Database, current_version, latest_version, migrate
 
+    if settings.database_url:  # issue #25: the checks of the PostgreSQL backend instead of the file's
+        db_or_none = _postgres_checks(settings, line, fail)
+        if db_or_none is None:
+            return 1
+        db, version = db_or_none
+        return _common_checks(settings, db, version, line, fail, out, lambda: failures)
+
     path = settings.db_path
     from .db.fileguard import stale_holders
 
@@ -143,7 +156,8 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
             raise PermissionError(f"{path.parent} is not writable")
         db = Database(path, journal_mode=settings.journal_mode, busy_timeout_ms=settings.busy_timeout_ms)
         version = migrate(db)
-        db.write(lambda c: c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('doctor', 'ok')"))
+        db.write(lambda c: c.execute("INSERT INTO meta (key, value) VALUES ('doctor', 'ok') "
+                                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value"))
         line("ok", "database", f"{path} is writable")
     except Exception as exc:  # noqa: BLE001
         fail("database", f"{path}: {exc}")
@@ -170,11 +184,39 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
     else:
         line("ok", "filesystem", fstype or "unknown")
 
+    return _common_checks(settings, db, version, line, fail, out, lambda: failures)
+
+
+def _postgres_checks(settings: Settings, line, fail):
+    """Connect, migrate and write once on PostgreSQL; (db, version), or None after a failure."""
+    from .db import connect, migrate
+
+    try:
+        db = connect(settings)
+        version = migrate(db)
+        db.write(lambda c: c.execute("INSERT INTO meta (key, value) VALUES ('doctor', 'ok') "
+                                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value"))
+        server = db.read(lambda c: c.scalar("SHOW server_version"))
+        line("ok", "database", f"PostgreSQL {server} at {db.path} is writable")
+    except Exception as exc:  # noqa: BLE001
+        fail("database", f"{settings.database_url.split('@')[-1]}: {exc}")
+        return None
+    if db.vec_version:
+        line("ok", "pgvector", str(db.vec_version))
+    else:
+        fail("pgvector", "the vector extension is not installed on the server; vector search is unavailable")
+    line("ok", "pool", f"up to {settings.pg_pool_size} connections per process (VP_PG_POOL_SIZE)")
+    return db, version
+
+
+def _common_checks(settings: Settings, db, version: int, line, fail, out, failures) -> int:
+    from .db import current_version, latest_version
+
     latest = latest_version()
     if version == latest == current_version(db):
         line("ok", "schema version", str(version))
     else:
-        fail("schema version", f"file at {current_version(db)}, code expects {latest}")
+        fail("schema version", f"database at {current_version(db)}, code expects {latest}")
 
     try:
         from .domains.memory.maintenance import doctor_checks
@@ -220,8 +262,8 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
     except Exception as exc:  # noqa: BLE001
         fail("tools", str(exc))
     db.close()
-    out.write("all checks passed\n" if failures == 0 else f"{failures} check(s) failed\n")
-    return 0 if failures == 0 else 1
+    out.write("all checks passed\n" if failures() == 0 else f"{failures()} check(s) failed\n")
+    return 0 if failures() == 0 else 1
 
 
 def _corpora(settings: Settings) -> list[object]:
