@@ -135,7 +135,7 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
 
     line("ok", "SQLite", f"{apsw.sqlite_lib_version()} (apsw {apsw.apsw_version()})")
 
-    from .db import Database, current_version, latest_version, migrate
+    from .db import Database, migrate
 
     if settings.database_url:  # issue #25: the checks of the PostgreSQL backend instead of the file's
         db_or_none = _postgres_checks(settings, line, fail)

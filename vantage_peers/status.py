@@ -61,9 +61,10 @@ def collect(app: Any) -> dict[str, Any]:
     from .domains.memory import indexer
 
     held = app.db.read(lambda c: leases.overview(c, now=now))
-    stale = [{"pid": pid, "holds": what} for pid, what in stale_holders(app.settings.db_path)]
+    on_file = app.db.backend == "sqlite"  # PostgreSQL (issue #25): no file, no process holding it
+    stale = [{"pid": pid, "holds": what} for pid, what in stale_holders(app.settings.db_path)] if on_file else []
     backlog = app.db.read(lambda c: indexer.pending(c, app.corpora))  # rows waiting for a vector (#20)
-    return {"database": str(app.settings.db_path), "staleHolders": stale, "now": now, "peers": peers, "unread": unread,
+    return {"database": str(app.db.path), "staleHolders": stale, "now": now, "peers": peers, "unread": unread,
             "openTasks": open_tasks, "jobs": jobs, "tickSeconds": app.settings.tick_seconds,
             "recurring": overview["recurring"], "leases": held, "embeddingBacklog": backlog}
 
