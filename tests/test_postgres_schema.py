@@ -1,0 +1,76 @@
+"""The PostgreSQL schema against SQLite's (issue #25): the same tables and columns at the latest version,
+and a database at an older version upgraded without losing its rows."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from support import postgres
+
+from vantage_peers.db import Database, current_version, latest_version, migrate
+from vantage_peers.db.migrate import PG_BASELINE
+from vantage_peers.db.postgres import PgDatabase
+
+pytestmark = pytest.mark.skipif(postgres.available() is not None, reason=str(postgres.available()))
+
+# SQLite-only machinery with no table of its own on PostgreSQL: FTS5 shadow tables, sqlite_sequence.
+SQLITE_ONLY = re.compile(r"(_fts(_[a-z]+)?$|^sqlite_)")
+
+
+def _sqlite_columns(tmp_path) -> dict[str, set[str]]:
+    db = Database(tmp_path / "s.db")
+    migrate(db)
+    tables = db.read(lambda c: [r["name"] for r in c.query("SELECT name FROM sqlite_master WHERE type = 'table'")])
+    out = {t.lower(): {r["name"].lower() for r in db.read(lambda c, t=t: c.query(f"PRAGMA table_info({t})"))}
+           for t in tables if not SQLITE_ONLY.search(t)}
+    db.close()
+    return out
+
+
+def _pg_columns(db: PgDatabase) -> dict[str, set[str]]:
+    rows = db.read(lambda c: c.rows("SELECT table_name, column_name FROM information_schema.columns "
+                                    "WHERE table_schema = 'public'"))
+    out: dict[str, set[str]] = {}
+    for table, column in rows:
+        out.setdefault(table, set()).add(column)
+    return out
+
+
+def test_postgres_has_every_table_and_column_of_sqlite(tmp_path):
+    url = postgres.fresh_database(migrated=False)
+    db = PgDatabase(url, pool_size=2)
+    try:
+        assert migrate(db) == latest_version() == current_version(db)
+        pg = _pg_columns(db)
+        for table, columns in _sqlite_columns(tmp_path).items():
+            assert table in pg, f"table {table} is missing on PostgreSQL"
+            assert columns <= pg[table], (table, columns - pg[table])
+    finally:
+        db.close()
+        postgres.drop_database(url)
+
+
+def test_an_older_postgres_database_is_upgraded_keeping_its_rows():
+    url = postgres.fresh_database(migrated=False)
+    old = PgDatabase(url, pool_size=2)
+    try:
+        assert migrate(old, target=PG_BASELINE) == PG_BASELINE
+        old.write(lambda c: c.execute(
+            "INSERT INTO tasks (id, title, status, priority, assignedTo, createdBy, createdAt, updatedAt) "
+            "VALUES ('tsk_old', 'kept across the upgrade', 'todo', 'high', 'bob', 'alice', 1, 1)"))
+        assert old.read(lambda c: c.scalar("SELECT to_regclass('idempotencykeys') IS NULL")) == 1
+        old.close()
+        # Several processes opening an old database at once: the advisory lock lets one migrate.
+        new = PgDatabase(url, pool_size=2)
+        assert migrate(new) == latest_version()
+        assert migrate(new) == latest_version()  # a second run finds nothing to do
+        row = new.read(lambda c: c.one("SELECT title, priority FROM tasks WHERE id = 'tsk_old'"))
+        assert row == {"title": "kept across the upgrade", "priority": "high"}
+        versions = new.read(lambda c: [r[0] for r in c.rows("SELECT version FROM vp_schema ORDER BY version")])
+        assert versions[0] == PG_BASELINE and versions[-1] == latest_version() and versions == sorted(set(versions))
+        new.write(lambda c: c.execute("INSERT INTO idempotencyKeys (caller, key, tool, payloadHash, result, "
+                                      "createdAt) VALUES ('a', 'k', 't', 'h', '{}', 1)"))
+        new.close()
+    finally:
+        postgres.drop_database(url)
