@@ -1,5 +1,6 @@
 """End to end across processes: two HTTP processes serving the webhook and a stdio MCP server, all
-with their schedulers on, one SQLite file, a flaky fake GitHub on loopback.
+with their schedulers on, one SQLite file (or one PostgreSQL database, standing for several hosts),
+a flaky fake GitHub on loopback.
 
 issues.opened → issue row + mission + exactly one "Investigating" comment; completing the T6, T8 and
 T11 tasks over stdio → exactly three more; every comment first fails twice with a 500.
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 from conftest import make_settings
 from mcp import Client, StdioServerParameters
 from support.github_helpers import SECRET, TOKEN, FakeGitHub, deliver, issues_event, wait_for
@@ -31,18 +33,20 @@ def _script() -> str:
     return str(local) if local.exists() else shutil.which("vantage-peers")  # type: ignore[return-value]
 
 
-def test_webhook_to_comments_exactly_once_across_processes(tmp_path):
+@pytest.mark.backends
+def test_webhook_to_comments_exactly_once_across_processes(tmp_path, database_url):
     github = FakeGitHub()
     github.fail_new = 2
     db_path = tmp_path / "shared.db"
-    setup = create_app(make_settings(db_path))
+    setup = create_app(make_settings(db_path, database_url=database_url))
     setup.db.write(lambda c: mappings.add(c, repo=REPO, orchestrator="dave", project="myreeldream", created_by=None))
     # The 14-step v2 template has T6, T8 and T11 (spec §8: its numbering drives the comments).
-    setup.db.write(lambda c: c.execute("UPDATE missionTemplates SET isDefault = (name = 'issue-resolution-v2')"))
+    setup.db.write(lambda c: c.execute("UPDATE missionTemplates SET isDefault = CASE WHEN name = 'issue-resolution-v2' THEN 1 ELSE 0 END"))
     setup.db.close()
     env = {**os.environ, "VP_DB_PATH": str(db_path), "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": github.url,
            "GITHUB_WEBHOOK_SECRET": SECRET, "VP_SCHEDULER": "on", "VP_TICK_SECONDS": "0.3",
-           "VP_GITHUB_RETRY_SECONDS": "0.1", "VP_EMBEDDINGS": "none"}
+           "VP_GITHUB_RETRY_SECONDS": "0.1", "VP_EMBEDDINGS": "none",
+           **({"VP_DATABASE_URL": database_url} if database_url else {})}
     env.pop("VP_ORCHESTRATOR", None)
     procs: list[Serve] = []
     try:
@@ -88,7 +92,7 @@ def test_webhook_to_comments_exactly_once_across_processes(tmp_path):
                                "Fix ready. All tests pass including new regression test.",
                                "Fixed and deployed to production. Regression test added."]
         assert sum(1 for m, _ in github.requests if m == "POST") == 12  # two 500s, then one success each
-        check = create_app(make_settings(db_path))
+        check = create_app(make_settings(db_path, database_url=database_url))
         rows = check.db.read(lambda c: c.query("SELECT status, attempts FROM githubOutbox"))
         check.db.close()
         assert [r["status"] for r in rows] == ["sent"] * 4 and all(r["attempts"] == 3 for r in rows)
