@@ -8,8 +8,10 @@ import subprocess
 
 import apsw
 import httpx2
+import pytest
 from support.http_helpers import free_port, script, serving
 
+from vantage_peers.db import open_target
 from vantage_peers.http.doctor import doctor_checks, public_base_url_problem
 from vantage_peers.settings import Settings
 
@@ -122,10 +124,12 @@ def test_doctor_http_checks():
     assert settings.allowed_ext_ids == ("a", "b") and settings.port == 8080
 
 
-def test_serve_workers_share_one_port_and_stop_together(tmp_path):
+@pytest.mark.backends
+def test_serve_workers_share_one_port_and_stop_together(tmp_path, database_url):
     import concurrent.futures
 
-    with serving(tmp_path / "w.db", args=["--workers", "2"]) as server:
+    pg = {"VP_DATABASE_URL": database_url} if database_url else {}
+    with serving(tmp_path / "w.db", args=["--workers", "2"], env=pg) as server:
         children = [int(p) for p in subprocess.run(["pgrep", "-P", str(server.proc.pid)], capture_output=True,
                                                     text=True).stdout.split()]
         assert len(children) == 2
@@ -144,8 +148,9 @@ def test_serve_workers_share_one_port_and_stop_together(tmp_path):
         assert server.proc.wait(30) == 0
         for pid in children:
             assert not os.path.exists(f"/proc/{pid}")  # reaped by the parent
-    conn = apsw.Connection(str(tmp_path / "w.db"))
-    contents = sorted(r[0] for r in conn.execute("SELECT content FROM messages"))
+    db = open_target(database_url or str(tmp_path / "w.db"))  # each worker has its own pool on PostgreSQL
+    contents = sorted(r[0] for r in db.read(lambda c: c.rows("SELECT content FROM messages")))
+    db.close()
     assert contents == sorted(f"m{i}" for i in range(40))
 
 
