@@ -9,15 +9,18 @@ import sys
 import time
 
 import pytest
-from conftest import make_settings
 
 from vantage_peers.db import open_database
 from vantage_peers.domains.messaging import store as messages
 from vantage_peers.domains.messaging.delivery import redeliver_due, require_ack
 
+pytestmark = pytest.mark.backends
 
-def env_for(db_path, who="bob", **extra):
-    return {**os.environ, "VP_DB_PATH": str(db_path), "VP_ORCHESTRATOR": who, "VP_EMBEDDINGS": "none", **extra}
+
+def env_for(target, who="bob", **extra):
+    """The environment of a `wait` process on the test's file, or its PostgreSQL database."""
+    where = {"VP_DATABASE_URL": target} if str(target).startswith("postgresql://") else {"VP_DB_PATH": str(target)}
+    return {**os.environ, **where, "VP_ORCHESTRATOR": who, "VP_EMBEDDINGS": "none", **extra}
 
 
 def wait_cmd(*args):
@@ -25,8 +28,8 @@ def wait_cmd(*args):
 
 
 @pytest.fixture
-def db(db_path):
-    d = open_database(make_settings(db_path))
+def db(settings):
+    d = open_database(settings)
     yield d
     d.close()
 
@@ -35,17 +38,17 @@ def send(db, to="bob", text="hello", sender="alice"):
     return db.write(lambda c: messages.send_message(c, sender=sender, channel=to, content=text))
 
 
-def test_wait_times_out_with_exit_3(db, db_path):
+def test_wait_times_out_with_exit_3(db, db_target, tmp_path):
     send(db, text="old news")  # pending before the waiter starts: not new
-    r = subprocess.run(wait_cmd("--timeout", "1"), env=env_for(db_path), capture_output=True, timeout=60)
+    r = subprocess.run(wait_cmd("--timeout", "1"), env=env_for(db_target), capture_output=True, timeout=60)
     assert r.returncode == 3 and r.stdout == b""
-    r = subprocess.run(wait_cmd("--timeout", "0", "--for", "tasks"), env=env_for(db_path), capture_output=True,
+    r = subprocess.run(wait_cmd("--timeout", "0", "--for", "tasks"), env=env_for(db_target), capture_output=True,
                        timeout=60)
     assert r.returncode == 3
 
 
-def test_wait_wakes_on_a_message_from_another_process(db, db_path):
-    proc = subprocess.Popen(wait_cmd("--timeout", "60", "--json"), env=env_for(db_path), stdout=subprocess.PIPE,
+def test_wait_wakes_on_a_message_from_another_process(db, db_target, tmp_path):
+    proc = subprocess.Popen(wait_cmd("--timeout", "60", "--json"), env=env_for(db_target), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     sent = []
     deadline = time.monotonic() + 60
@@ -62,42 +65,42 @@ def test_wait_wakes_on_a_message_from_another_process(db, db_path):
     assert "not for bob" not in doc["digest"] and "alice" in doc["digest"]
 
 
-def test_state_file_reports_each_thing_once_and_redelivery_again(db, db_path, tmp_path):
+def test_state_file_reports_each_thing_once_and_redelivery_again(db, db_target, tmp_path):
     state = tmp_path / "state.json"
     base = ("--timeout", "0", "--state", str(state))
     sent = send(db, text="first")
-    assert subprocess.run(wait_cmd(*base), env=env_for(db_path), capture_output=True).returncode == 0
-    assert subprocess.run(wait_cmd(*base), env=env_for(db_path), capture_output=True).returncode == 3  # reported
+    assert subprocess.run(wait_cmd(*base), env=env_for(db_target), capture_output=True).returncode == 0
+    assert subprocess.run(wait_cmd(*base), env=env_for(db_target), capture_output=True).returncode == 3  # reported
     # An ack-required receipt that is redelivered is new again (deliveryAttempt 2).
     acked = send(db, text="ack me")
     db.write(lambda c: require_ack(c, message_id=acked["messageId"], timeout_ms=1, now=0, dead_after_ms=1,
                                    broadcast=False))
-    r = subprocess.run(wait_cmd(*base), env=env_for(db_path), capture_output=True, text=True)
+    r = subprocess.run(wait_cmd(*base), env=env_for(db_target), capture_output=True, text=True)
     assert r.returncode == 0 and acked["messageId"] in r.stdout and sent["messageId"] not in r.stdout
     db.write(lambda c: redeliver_due(c, now=10**13, max_attempts=5))
-    r = subprocess.run(wait_cmd(*base), env=env_for(db_path), capture_output=True, text=True)
+    r = subprocess.run(wait_cmd(*base), env=env_for(db_target), capture_output=True, text=True)
     assert r.returncode == 0 and "attempt 2" in r.stdout
     # A task assigned to bob is new; the same task is not new twice.
     db.write(lambda c: c.execute(
         "INSERT INTO tasks (id, title, assignedTo, priority, status, createdBy, createdAt, updatedAt) "
         "VALUES ('task_1', 'Fix the login', 'bob', 'high', 'todo', 'alice', 1, 1)"))
-    r = subprocess.run(wait_cmd(*base, "--for", "tasks"), env=env_for(db_path), capture_output=True, text=True)
+    r = subprocess.run(wait_cmd(*base, "--for", "tasks"), env=env_for(db_target), capture_output=True, text=True)
     assert r.returncode == 0 and "task_1" in r.stdout and "Fix the login" in r.stdout
-    assert subprocess.run(wait_cmd(*base), env=env_for(db_path), capture_output=True).returncode == 3
+    assert subprocess.run(wait_cmd(*base), env=env_for(db_target), capture_output=True).returncode == 3
 
 
-def test_wait_refuses_bad_arguments(db_path):
-    r = subprocess.run(wait_cmd("--for", "mail"), env=env_for(db_path), capture_output=True, text=True)
+def test_wait_refuses_bad_arguments(db_target, tmp_path):
+    r = subprocess.run(wait_cmd("--for", "mail"), env=env_for(db_target), capture_output=True, text=True)
     assert r.returncode == 2 and "--for" in r.stderr
-    env = env_for(db_path)
+    env = env_for(db_target)
     env.pop("VP_ORCHESTRATOR")
-    r = subprocess.run(wait_cmd("--timeout", "0"), env=env, capture_output=True, text=True, cwd=db_path.parent)
+    r = subprocess.run(wait_cmd("--timeout", "0"), env=env, capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 2 and "VP_ORCHESTRATOR" in r.stderr
 
 
-def test_many_waiters_on_one_file_all_wake_and_instance_targeting(db, db_path):
-    procs = [subprocess.Popen(wait_cmd("--timeout", "90", "--state", str(db_path.parent / f"s{i}.json")),
-                              env=env_for(db_path, VP_INSTANCE_ID=f"bob-{i % 2}"), stdout=subprocess.PIPE,
+def test_many_waiters_on_one_file_all_wake_and_instance_targeting(db, db_target, tmp_path):
+    procs = [subprocess.Popen(wait_cmd("--timeout", "90", "--state", str(tmp_path / f"s{i}.json")),
+                              env=env_for(db_target, VP_INSTANCE_ID=f"bob-{i % 2}"), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE) for i in range(6)]
     try:
         # Only instance bob-1 is addressed: the bob-0 waiters must not wake on it.
