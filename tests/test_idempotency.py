@@ -17,22 +17,23 @@ from conftest import make_settings, open_tools
 from support.migration_helpers import older_file
 
 from vantage_peers import idempotency
+from vantage_peers.db import table_names
 from vantage_peers.server import create_app
+
+pytestmark = pytest.mark.backends
 
 CREATES = ("create_", "send_", "store_", "register_", "add_fix_attempt", "instantiate_")
 
 
 def row_counts(app) -> dict[str, int]:
     """Rows per table (FTS shadow tables and the key table itself left out): what a duplicate would grow."""
-    names = [r["name"] for r in app.db.read(lambda c: c.query(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%' AND name NOT LIKE 'vec%' "
-        "AND name NOT LIKE 'sqlite_%' AND name != 'idempotencyKeys'"))]
-    return {n: app.db.read(lambda c, n=n: c.scalar(f'SELECT count(*) FROM "{n}"')) for n in names}
+    names = [n for n in app.db.read(table_names) if n != "idempotencyKeys"]
+    return {n: app.db.read(lambda c, n=n: c.scalar(f"SELECT count(*) FROM {n}")) for n in names}
 
 
 @pytest.fixture
-def team(tmp_path):
-    app = create_app(make_settings(tmp_path / "idem.db", orchestrator="alice"))
+def team(tmp_path, database_url):
+    app = create_app(make_settings(tmp_path / "idem.db", orchestrator="alice", database_url=database_url))
     with open_tools(app) as tools:
         yield app, tools
     app.db.close()
@@ -141,7 +142,8 @@ from mcp import Client
 from vantage_peers.server import create_app
 from vantage_peers.settings import Settings
 
-env = {"VP_DB_PATH": sys.argv[1], "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none", "VP_ORCHESTRATOR": "alice"}
+where = {"VP_DATABASE_URL" if sys.argv[1].startswith("postgresql://") else "VP_DB_PATH": sys.argv[1]}
+env = {**where, "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none", "VP_ORCHESTRATOR": "alice"}
 app = create_app(Settings.from_env(env, dotenv=False))
 die = sys.argv[2] == "die"
 if die:
@@ -163,18 +165,18 @@ anyio.run(main)
 '''
 
 
-def test_a_kill_between_commit_and_reply_then_a_retry_writes_one_row(tmp_path):
-    db = tmp_path / "killed.db"
-    create_app(make_settings(db)).db.close()
+def test_a_kill_between_commit_and_reply_then_a_retry_writes_one_row(db_path, database_url, db_target):
+    db = db_path
+    create_app(make_settings(db, database_url=database_url)).db.close()
     env = {k: v for k, v in os.environ.items() if k != "VP_ORCHESTRATOR"}
-    killed = subprocess.run([sys.executable, "-c", WORKER, str(db), "die"], capture_output=True, text=True,
+    killed = subprocess.run([sys.executable, "-c", WORKER, db_target, "die"], capture_output=True, text=True,
                             env=env, timeout=120)
     assert killed.returncode == -signal.SIGKILL and not killed.stdout.strip()
-    retried = subprocess.run([sys.executable, "-c", WORKER, str(db), "retry"], capture_output=True, text=True,
+    retried = subprocess.run([sys.executable, "-c", WORKER, db_target, "retry"], capture_output=True, text=True,
                              env=env, timeout=120)
     assert retried.returncode == 0, retried.stderr
     result = json.loads(retried.stdout)
-    app = create_app(make_settings(db))
+    app = create_app(make_settings(db, database_url=database_url))
     try:
         assert app.db.read(lambda c: c.scalar("SELECT count(*) FROM messages WHERE content = 'exactly once'")) == 1
         stored = app.db.read(lambda c: c.scalar("SELECT id FROM messages WHERE content = 'exactly once'"))

@@ -5,7 +5,7 @@ from .connection import Connection, Database, Row, dumps, loads
 from .migrate import current_version, latest_version, migrate
 
 __all__ = ["BUSY_ERRORS", "CallScope", "Connection", "Database", "Row", "current_scope", "dumps", "loads",
-           "migrate", "current_version", "latest_version", "connect", "open_database", "open_target"]
+           "migrate", "current_version", "latest_version", "connect", "open_database", "open_target", "table_names"]
 
 
 def connect(settings, *, busy_timeout_ms: int | None = None) -> Database:
@@ -18,6 +18,20 @@ def connect(settings, *, busy_timeout_ms: int | None = None) -> Database:
                           search_budget_ms=settings.search_budget_ms, pool_size=settings.pg_pool_size)
     return Database(settings.db_path, journal_mode=settings.journal_mode, busy_timeout_ms=busy_ms,
                     search_budget_ms=settings.search_budget_ms)
+
+
+def table_names(conn: Connection) -> list[str]:
+    """The database's own tables (no FTS5 shadow or vector tables, no SQLite internals), as the schema
+    spells them, on either backend."""
+    if conn.backend == "postgres":
+        rows = conn.rows("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                         "AND table_type = 'BASE TABLE' ORDER BY table_name")
+        names = conn.db.names  # type: ignore[attr-defined]
+        return [names.get(r[0], r[0]) for r in rows if r[0] != "vp_schema" and not r[0].endswith(("_fts", "_vec"))]
+    rows = conn.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+    return [r[0] for r in rows
+            if not r[0].startswith("sqlite_") and "_fts" not in r[0] and not r[0].startswith("vec")
+            and "_vec" not in r[0]]
 
 
 def open_target(target: str, *, busy_timeout_ms: int = 5_000) -> Database:
