@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from support import leases_chaos
 
 
-def test_leases_survive_kill_9(tmp_path):
+@pytest.mark.backends
+def test_leases_survive_kill_9(tmp_path, database_url):
     seconds = float(os.environ.get("VP_LEASES_CHAOS_SECONDS", "10"))
-    result = leases_chaos.run(tmp_path, seconds=seconds, workers=3, kill_every=0.8)
+    result = leases_chaos.run(tmp_path, seconds=seconds, workers=3, kill_every=0.8, database_url=database_url)
     figures = leases_chaos.check(result)
     assert figures["kills"] >= 5 and figures["grants"] >= 10 and figures["uses"] >= 10, figures
     assert figures["expired"] >= 1, figures  # some killed holder did hold a lease that had to lapse

@@ -33,7 +33,7 @@ REPO = "chaos/repo"
 
 
 def worker_main(path: str, who: str, instance: str, log: str, seed: str, ttl_ms: str) -> None:
-    from vantage_peers.db import Database
+    from vantage_peers.db import open_target
     from vantage_peers.domains.leases import paths, slots
     from vantage_peers.domains.leases import store as leases
     from vantage_peers.domains.tasks import lifecycle
@@ -41,7 +41,7 @@ def worker_main(path: str, who: str, instance: str, log: str, seed: str, ttl_ms:
 
     rng = random.Random(int(seed))
     ttl = int(ttl_ms)
-    db = Database(path, busy_timeout_ms=10_000)
+    db = open_target(os.environ.get("VP_CHAOS_TARGET") or path, busy_timeout_ms=10_000)
     tasks = Path(path).with_suffix(".tasks").read_text().split()
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     holder = f"{who}/{instance}"
@@ -95,11 +95,11 @@ def worker_main(path: str, who: str, instance: str, log: str, seed: str, ttl_ms:
             note("release", kind, key, token, holder)
 
 
-def prepare(path: Path) -> None:
-    from vantage_peers.db import Database, migrate
+def prepare(path: Path, target: str) -> None:
+    from vantage_peers.db import migrate, open_target
     from vantage_peers.domains.tasks import store as tasks_store
 
-    db = Database(path)
+    db = open_target(target)
     migrate(db)
     ids = db.write(lambda c: [tasks_store.create_task(c, payload={"title": f"chaos {i}", "assignedTo": "w0",
                                                                   "priority": "low", "createdBy": "boss"})
@@ -108,25 +108,28 @@ def prepare(path: Path) -> None:
     path.with_suffix(".tasks").write_text("\n".join(ids))
 
 
-def spawn(path: Path, who: str, instance: str, log: Path, seed: int, ttl_ms: int) -> subprocess.Popen:
+def spawn(path: Path, who: str, instance: str, log: Path, seed: int, ttl_ms: int,
+          target: str | None = None) -> subprocess.Popen:
     here = str(Path(__file__).resolve().parent)
     code = "import sys, leases_chaos; leases_chaos.worker_main(*sys.argv[1:7])"
-    env = {**os.environ, "PYTHONPATH": here + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {**os.environ, "PYTHONPATH": here + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           **({"VP_CHAOS_TARGET": target} if target else {})}  # PostgreSQL (issue #25); tasks stay beside path
     return subprocess.Popen([sys.executable, "-c", code, str(path), who, instance, str(log), str(seed), str(ttl_ms)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 def run(tmp: Path, *, seconds: float, workers: int = 4, ttl_ms: int = 1500, tick_ms: int = 300,
-        kill_every: float = 0.4, seed: int = 1) -> dict[str, Any]:
+        kill_every: float = 0.4, seed: int = 1, database_url: str | None = None) -> dict[str, Any]:
     """Run the chaos, then wait TTL + 2 ticks with the sweeper still on; returns figures and the log."""
-    from vantage_peers.db import Database
+    from vantage_peers.db import open_target
     from vantage_peers.domains.leases import sweep
     from vantage_peers.ids import now_ms
 
     rng = random.Random(seed)
     path, log = tmp / "leases.db", tmp / "leases.log"
-    prepare(path)
-    db = Database(path, busy_timeout_ms=10_000)
+    target = database_url or str(path)
+    prepare(path, target)
+    db = open_target(target, busy_timeout_ms=10_000)
     procs: dict[int, tuple[subprocess.Popen, str]] = {}  # slot -> (process, "who/instance")
     killed: dict[str, int] = {}  # holder "who/instance" -> kill time (ms)
     ticks: list[int] = []
@@ -139,7 +142,7 @@ def run(tmp: Path, *, seconds: float, workers: int = 4, ttl_ms: int = 1500, tick
         nonlocal n
         n += 1
         who, instance = f"w{n}", f"i{n}"
-        procs[slot] = (spawn(path, who, instance, log, seed * 1000 + n, ttl_ms), f"{who}/{instance}")
+        procs[slot] = (spawn(path, who, instance, log, seed * 1000 + n, ttl_ms, database_url), f"{who}/{instance}")
 
     for slot in range(workers):
         start(slot)
