@@ -73,6 +73,10 @@ def storage_error(exc: BaseException, db: Any = None) -> VantageError | None:
     for item in _chain(exc):
         if isinstance(item, VantageError):
             return None
+        if type(item).__module__.startswith(("psycopg", "psycopg_pool")) and type(item).__name__ in (
+                "OperationalError", "InterfaceError"):  # PostgreSQL (db/postgres.py): the server went away
+            return StorageIO(f"the PostgreSQL server at {path} could not be reached or dropped the connection "
+                             f"({str(item).strip().splitlines()[0][:200]}); check that it runs, then call again")
         number = _system_errno(db) if isinstance(item, apsw.Error) else getattr(item, "errno", 0) or 0
         if isinstance(item, apsw.FullError) or (isinstance(item, OSError) and number in FULL_ERRNOS):
             return StorageFull(f"the disk holding {path} is full ({_os_error(number or errno.ENOSPC)}); "

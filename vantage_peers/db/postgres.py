@@ -50,16 +50,26 @@ class PostgresMissing(VantageError):
     code = "CONFIG"
 
 
+class PostgresUnavailable(VantageError):
+    code = "STORAGE_IO"
+
+
 def _need_driver() -> None:
     if psycopg is None:
         raise PostgresMissing("VP_DATABASE_URL names PostgreSQL but its driver is not installed: "
                               "install vantage-peers[postgres] (psycopg and psycopg-pool)")
 
 
+class Reconnect(Exception):
+    """The pooled connection died before COMMIT was sent (a server restart, a failover, an idle timeout):
+    nothing of the transaction was kept, so it runs again on a fresh connection."""
+
+
 def retryable() -> tuple[type[BaseException], ...]:
-    """Conflicts that mean "the same transaction again may succeed": serialization, deadlock, lock wait."""
+    """Conflicts that mean "the same transaction again may succeed": serialization, deadlock, lock wait,
+    a lost connection (before COMMIT), no free connection in the pool."""
     return (pg_errors.SerializationFailure, pg_errors.DeadlockDetected, pg_errors.LockNotAvailable,
-            psycopg_pool.PoolTimeout)
+            psycopg_pool.PoolTimeout, Reconnect)
 
 
 def _schema_names() -> dict[str, str]:
@@ -203,7 +213,12 @@ class PgDatabase:
         self.pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=max(1, pool_size), open=False,
                                                 kwargs={"autocommit": True}, name="vantage-peers",
                                                 timeout=max(1.0, busy_timeout_ms / 1000))
-        self.pool.open(wait=True, timeout=30)
+        try:
+            self.pool.open(wait=True, timeout=min(30.0, max(5.0, busy_timeout_ms / 1000)))
+        except psycopg_pool.PoolTimeout as exc:
+            self.pool.close()
+            raise PostgresUnavailable(f"no connection to {self.path} could be opened: is the server running, and "
+                                      "are VP_DATABASE_URL's host, port, user and password right?") from exc
         with self.pool.connection() as raw:
             raw.execute("CREATE EXTENSION IF NOT EXISTS vector")
             self.vec_version = raw.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
@@ -248,17 +263,24 @@ class PgDatabase:
             def attempt() -> T:
                 with self._borrowed() as conn:
                     raw = conn.raw
-                    raw.execute(begin)
                     conn.in_tx = kind
+                    committing = False
                     try:
+                        raw.execute(begin)
                         # A row lock held by another transaction: wait at most what is left of the budget.
                         raw.execute(f"SET LOCAL lock_timeout = {max(1, scope.remaining_ms())}")
                         result = fn(conn)
                         if kind == "write":
                             raw.execute(f"SELECT pg_notify('{NOTIFY_CHANNEL}', '')")
                         conn.in_tx = None
+                        committing = True  # from here a lost connection leaves the outcome unknown
                         raw.execute("COMMIT")
                         return result
+                    except psycopg.OperationalError as exc:
+                        conn.in_tx = None
+                        if raw.broken and not committing:
+                            raise Reconnect(str(exc)) from exc
+                        raise
                     except BaseException:
                         conn.in_tx = None
                         with contextlib.suppress(Exception):
