@@ -1,5 +1,6 @@
 """Delivery across OS processes: two stdio servers (sender and recipient), and the redelivery /
-dead-letter job run by several processes at once on one file (each effect exactly once)."""
+dead-letter job run by several processes at once on one file or one PostgreSQL database (each effect
+exactly once)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import sys
 
 import anyio
+import pytest
 from conftest import make_settings
 from mcp import Client, StdioServerParameters
 from test_stdio_e2e import _script
@@ -19,9 +21,9 @@ from vantage_peers.domains.messaging import store as messages
 
 WORKER = """
 import json, sys
-from vantage_peers.db import Database
+from vantage_peers.db import open_target
 from vantage_peers.domains.messaging.delivery import redeliver_due
-db = Database(sys.argv[1])
+db = open_target(sys.argv[1])
 now, attempts, rounds = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 total = {"redelivered": 0, "deadLettered": 0}
 for _ in range(rounds):
@@ -80,9 +82,10 @@ def test_ack_and_delivery_status_across_two_stdio_processes(tmp_path):
     anyio.run(main)
 
 
-def test_redelivery_and_dead_letters_exactly_once_across_processes(tmp_path):
-    path = tmp_path / "d.db"
-    db = open_database(make_settings(path))
+@pytest.mark.backends
+def test_redelivery_and_dead_letters_exactly_once_across_processes(db_path, database_url, db_target):
+    path = db_path
+    db = open_database(make_settings(path, database_url=database_url))
     ids = []
     for i in range(60):
         def send(c, i=i):
@@ -93,7 +96,7 @@ def test_redelivery_and_dead_letters_exactly_once_across_processes(tmp_path):
         ids.append(db.write(send))
 
     def race(now, attempts):
-        procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(path), str(now), str(attempts), "5"],
+        procs = [subprocess.Popen([sys.executable, "-c", WORKER, db_target, str(now), str(attempts), "5"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
         outs = [p.communicate(timeout=120) for p in procs]
         assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
