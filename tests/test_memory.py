@@ -6,6 +6,8 @@ import pytest
 
 from vantage_peers.domains.memory.models import MEMORY_TYPES
 
+pytestmark = pytest.mark.backends  # each test runs on SQLite and on PostgreSQL (#25)
+
 
 def store(tools, content="a note", namespace="project/foo", type="note", **extra):
     return tools.call("store_memory", namespace=namespace, type=type, content=content, createdBy="sigma",
@@ -164,7 +166,9 @@ def test_created_by_defaults_to_configured_orchestrator(db_path):
         app.db.close()
 
 
-def test_hostile_and_huge_inputs_give_results_or_clean_errors(tools):
+def test_hostile_and_huge_inputs_give_results_or_clean_errors(tools, backend):
+    if backend == "postgres":
+        pytest.xfail("PostgreSQL text cannot hold NUL: the store layer decides how to refuse it (#25, lead)")
     nasty = "'; DROP TABLE memories; -- \" AND OR NOT col:x* ((( NEAR( 🦘 \x00"
     mid = store(tools, nasty, namespace="ns/🦘")
     assert tools.call("get_memory", memoryId=mid)["content"] == nasty

@@ -5,6 +5,9 @@ from __future__ import annotations
 from vantage_peers.domains.memory import context, store
 from vantage_peers.domains.memory.search import hybrid
 from vantage_peers.search.fusion import convex
+import pytest
+
+pytestmark = pytest.mark.backends  # each test runs on SQLite and on PostgreSQL (#25)
 
 T0 = 1_780_000_000_000
 

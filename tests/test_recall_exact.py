@@ -18,6 +18,9 @@ from support.memory_helpers import embedding_settings, run_embeddings
 from vantage_peers.domains.memory import vectors
 from vantage_peers.search.fusion import convex
 from vantage_peers.server import create_app
+import pytest
+
+pytestmark = pytest.mark.backends  # each test runs on SQLite and on PostgreSQL (#25)
 
 NS = "project/exact"
 
