@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from conftest import open_tools
 from support.fix_patterns_helpers import create
 from support.memory_helpers import DIMS, MODEL, embedding_settings, run_embeddings
@@ -13,7 +14,6 @@ from vantage_peers.domains.fix_patterns.embedding import VEC
 from vantage_peers.domains.memory import maintenance, vectors
 from vantage_peers.domains.memory.services import services
 from vantage_peers.server import create_app
-import pytest
 
 pytestmark = pytest.mark.backends  # each test runs on SQLite and on PostgreSQL (#25)
 

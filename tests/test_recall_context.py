@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from vantage_peers.domains.memory import context, store
 from vantage_peers.domains.memory.search import hybrid
 from vantage_peers.search.fusion import convex
-import pytest
 
 pytestmark = pytest.mark.backends  # each test runs on SQLite and on PostgreSQL (#25)
 
