@@ -7,9 +7,8 @@ handler; the rows read so far are returned and the call's scope is marked, so th
 `truncated: true` to the reply.
 
 On PostgreSQL the statement runs inside a savepoint with `SET LOCAL statement_timeout` set to what
-is left of the budget: a cancelled statement is rolled back to the savepoint (the read transaction
-goes on), answers no rows, and marks the scope the same way. Rolling back to the savepoint after a
-statement that finished also restores the server's own statement_timeout.
+is left of the budget, all sent in one round trip: a cancelled statement is rolled back to the
+savepoint (the read transaction goes on), answers no rows, and marks the scope the same way.
 """
 
 from __future__ import annotations
@@ -62,20 +61,22 @@ def _is_pg(conn: Any) -> bool:
 
 def _pg_query(conn: Any, sql: str, params: Sequence[Any], scope: Any, deadline: float) -> list[Row]:
     left_ms = max(1, int((deadline - time.monotonic()) * 1000))
-    conn.execute("SAVEPOINT vp_search_budget")
     try:
-        conn.execute(f"SET LOCAL statement_timeout = {left_ms}")
-        rows = conn.query(sql, params)
+        # One round trip: the savepoint, the timeout, the query, then rolling back to the savepoint
+        # (which also undoes the SET LOCAL: the server's own statement_timeout applies again; the rows
+        # already read are kept, a search writes nothing).
+        return conn.query_between(
+            [f"SAVEPOINT {_SAVEPOINT}", f"SET LOCAL statement_timeout = {left_ms}"], sql, params,
+            [f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}", f"RELEASE SAVEPOINT {_SAVEPOINT}"])
     except Exception as exc:
-        conn.execute("ROLLBACK TO SAVEPOINT vp_search_budget")
-        conn.execute("RELEASE SAVEPOINT vp_search_budget")
+        conn.script(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}; RELEASE SAVEPOINT {_SAVEPOINT}")
         if getattr(exc, "sqlstate", None) == "57014":  # query_canceled: the timeout fired
             scope.truncated = True
             return []
         raise
-    conn.execute("ROLLBACK TO SAVEPOINT vp_search_budget")  # undoes the SET LOCAL, keeps the rows read
-    conn.execute("RELEASE SAVEPOINT vp_search_budget")
-    return rows
+
+
+_SAVEPOINT = "vp_search_budget"
 
 
 def timed_out() -> bool:

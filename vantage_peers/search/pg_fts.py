@@ -286,7 +286,11 @@ class _Term:
 def keyword_rows(conn: Connection, *, fts: str, table: str, match: str, limit: int, where: Sequence[str],
                  params: Sequence[Any], source: str, source_args: Sequence[Any], weights: Sequence[float],
                  columns: str) -> list[Row]:
-    """`search.keyword.keyword_rows` on PostgreSQL (same arguments, same rows, same `rank`)."""
+    """`search.keyword.keyword_rows` on PostgreSQL (same arguments, same rows, same `rank`).
+
+    Three statements: the phrases' lexemes (cached per process); under the search budget, N, the
+    total length and every phrase's document frequency with the matching rows' positions of the
+    query's lexemes; and the `columns` of the best `limit` rows (by primary key)."""
     tree = parse(match)
     names = columns_of(conn, fts)
     labels = {name: LABELS[i] for i, name in enumerate(names)}
@@ -299,44 +303,49 @@ def keyword_rows(conn: Connection, *, fts: str, table: str, match: str, limit: i
     if query is None:
         return []
     terms = [_Term(p, lex[p.text], labels.get(p.column) if p.column else None, weight_of) for p in plist]
+    return _ranked_rows(conn, fts=fts, table=table, query=query, terms=terms, limit=limit, where=where,
+                        params=params, source=source, source_args=source_args, columns=columns)
+
+
+def _ranked_rows(conn: Connection, *, fts: str, table: str, query: str, terms: list[_Term], limit: int,
+                 where: Sequence[str], params: Sequence[Any], source: str, source_args: Sequence[Any],
+                 columns: str) -> list[Row]:
     scored = [t for t in terms if t.weighted]
-    stats = budget.query(conn, f"SELECT count(*) AS n, coalesce(sum(len), 0) AS total FROM {fts}")
-    if not stats:
-        return []
-    n, total = int(stats[0]["n"]), int(stats[0]["total"])
+    counts = "".join(f", (SELECT count(*) FROM {fts} WHERE doc @@ ?::tsquery) AS h{i}" for i in range(len(scored)))
+    matching = " AND ".join(f"({c})" for c in ["f.doc @@ ?::tsquery", *where])
+    # One statement: the statistics (a one-row CTE) joined to the matching rows' positions of the
+    # query's lexemes (or, with only zero-weight phrases, to the matching rows alone).
     if scored:
-        subqueries = ", ".join(f"(SELECT count(*) FROM {fts} WHERE doc @@ ?::tsquery) AS h{i}"
-                               for i in range(len(scored)))
-        found = budget.query(conn, f"SELECT {subqueries}",
-                             [_phrase_tsquery(Phrase("", None, t.prefix), t.lex, t.label) for t in scored])
-        if not found:
-            return []
-        for i, term in enumerate(scored):
-            term.idf = idf(n, int(found[0][f"h{i}"]))
-    wanted = sorted({lexeme for t in scored for lexeme, _ in t.lex})
-    prefixes = sorted({t.lex[-1][0] for t in scored if t.prefix})
+        hits = (f"SELECT d.seq AS vp_seq, d.id AS vp_id, f.len AS vp_len, u.lexeme AS vp_lexeme, "
+                f"u.positions AS vp_positions, u.weights AS vp_weights "
+                f"FROM {fts} f JOIN {source} d ON d.seq = f.seq CROSS JOIN LATERAL unnest(f.doc) AS u "
+                f"WHERE {matching} AND (u.lexeme = ANY(?::text[]) OR EXISTS (SELECT 1 FROM unnest(?::text[]) "
+                f"AS x(p) WHERE starts_with(u.lexeme, x.p)))")
+        wanted = sorted({lexeme for t in scored for lexeme, _ in t.lex})
+        prefixes = sorted({t.lex[-1][0] for t in scored if t.prefix})
+        hit_args: list[Any] = [*source_args, query, *params, wanted, prefixes]
+    else:  # only zero-weight phrases: every match scores 0, as in FTS5
+        hits = (f"SELECT d.seq AS vp_seq, d.id AS vp_id, f.len AS vp_len, NULL::text AS vp_lexeme, "
+                f"NULL::int2[] AS vp_positions, NULL::text[] AS vp_weights "
+                f"FROM {fts} f JOIN {source} d ON d.seq = f.seq WHERE {matching}")
+        hit_args = [*source_args, query, *params]
     rows = budget.query(
         conn,
-        f"SELECT d.seq AS vp_seq, d.id AS vp_id, f.len AS vp_len, u.lexeme AS vp_lexeme, "
-        f"u.positions AS vp_positions, u.weights AS vp_weights "
-        f"FROM {fts} f JOIN {source} d ON d.seq = f.seq CROSS JOIN LATERAL unnest(f.doc) AS u "
-        f"WHERE {' AND '.join(f'({c})' for c in ['f.doc @@ ?::tsquery', *where])} "
-        f"AND (u.lexeme = ANY(?::text[]) OR EXISTS (SELECT 1 FROM unnest(?::text[]) AS x(p) "
-        f"WHERE starts_with(u.lexeme, x.p)))",
-        [*source_args, query, *params, wanted, prefixes],
-    )
+        f"WITH vp_stats AS MATERIALIZED (SELECT count(*) AS n, coalesce(sum(len), 0) AS total{counts} FROM {fts}) "
+        f"SELECT vp_stats.*, h.* FROM vp_stats LEFT JOIN LATERAL ({hits}) h ON TRUE",
+        [*(_phrase_tsquery(Phrase("", None, t.prefix), t.lex, t.label) for t in scored), *hit_args])
+    if not rows:
+        return []
+    n, total = int(rows[0]["n"]), int(rows[0]["total"])
+    for i, term in enumerate(scored):
+        term.idf = idf(n, int(rows[0][f"h{i}"]))
     docs: dict[int, tuple[Any, int, dict[str, dict[int, str]]]] = {}
     for r in rows:
-        seq = r["vp_seq"]
-        if seq not in docs:
-            docs[seq] = (r["vp_id"], int(r["vp_len"]), {})
-        docs[seq][2][r["vp_lexeme"]] = dict(zip(r["vp_positions"] or (), r["vp_weights"] or (), strict=False))
-    if not scored:  # only zero-weight phrases: every match scores 0, as in FTS5
-        for r in budget.query(
-                conn, f"SELECT d.seq AS vp_seq, d.id AS vp_id, f.len AS vp_len FROM {fts} f "
-                f"JOIN {source} d ON d.seq = f.seq WHERE {' AND '.join(f'({c})' for c in ['f.doc @@ ?::tsquery', *where])}",
-                [*source_args, query, *params]):
-            docs.setdefault(r["vp_seq"], (r["vp_id"], int(r["vp_len"]), {}))
+        if r["vp_seq"] is None:
+            continue
+        entry = docs.setdefault(r["vp_seq"], (r["vp_id"], int(r["vp_len"]), {}))
+        if r["vp_lexeme"] is not None:
+            entry[2][r["vp_lexeme"]] = dict(zip(r["vp_positions"] or (), r["vp_weights"] or (), strict=False))
     avgdl = (total / n) if n else 1.0
     ranked: list[tuple[float, Any, int]] = []
     for seq, (ident, length, entries) in docs.items():
@@ -350,6 +359,8 @@ def keyword_rows(conn: Connection, *, fts: str, table: str, match: str, limit: i
     ranked.sort(key=lambda item: (item[0], item[1]))
     top = ranked[:max(0, limit)]
     if not top:
+        return []
+    if budget.timed_out():
         return []
     full = {r["vp_key"]: r for r in conn.query(
         f"SELECT {columns}, d.seq AS vp_key FROM {table} d WHERE d.seq = ANY(?::bigint[])", [[s for _, _, s in top]])}
