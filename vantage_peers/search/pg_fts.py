@@ -311,6 +311,9 @@ def _ranked_rows(conn: Connection, *, fts: str, table: str, query: str, terms: l
                  where: Sequence[str], params: Sequence[Any], source: str, source_args: Sequence[Any],
                  columns: str) -> list[Row]:
     scored = [t for t in terms if t.weighted]
+    if scored and all(len(t.lex) == 1 and not t.prefix for t in scored):
+        return _sql_ranked(conn, fts=fts, table=table, query=query, scored=scored, limit=limit, where=where,
+                           params=params, source=source, source_args=source_args, columns=columns)
     counts = "".join(f", (SELECT count(*) FROM {fts} WHERE doc @@ ?::tsquery) AS h{i}" for i in range(len(scored)))
     matching = " AND ".join(f"({c})" for c in ["f.doc @@ ?::tsquery", *where])
     # One statement: the statistics (a one-row CTE) joined to the matching rows' positions of the
@@ -372,6 +375,42 @@ def _ranked_rows(conn: Connection, *, fts: str, table: str, query: str, terms: l
         row = dict(row)
         row.pop("vp_key", None)
         row["rank"] = rank
+        out.append(row)
+    return out
+
+
+def _sql_ranked(conn: Connection, *, fts: str, table: str, query: str, scored: list[_Term], limit: int,
+                where: Sequence[str], params: Sequence[Any], source: str, source_args: Sequence[Any],
+                columns: str) -> list[Row]:
+    """Every phrase one word (most questions): the same BM25 computed by the server, which returns only
+    the best `limit` rows, in one statement. Phrases and prefixes need positions: `_ranked_rows`."""
+    weights = scored[0].weights
+    case = " ".join(f"WHEN '{label}' THEN {float(weights.get(label, 1.0))!r}" for label in LABELS)
+    counts = ", ".join(f"(SELECT count(*) FROM {fts} WHERE doc @@ ?::tsquery)" for _ in scored)
+    matching = " AND ".join(f"({c})" for c in ["f.doc @@ ?::tsquery", *where])
+    sql = (
+        f"WITH vp_stats AS MATERIALIZED (SELECT count(*)::float8 AS n, coalesce(sum(len), 0)::float8 AS total, "
+        f"ARRAY[{counts}]::float8[] AS dfs FROM {fts}), "
+        "vp_terms AS MATERIALIZED (SELECT t.lexeme, t.label, CASE WHEN l.x > 0 THEN l.x ELSE 1e-6 END AS idf "
+        "FROM unnest(?::text[], ?::text[]) WITH ORDINALITY AS t(lexeme, label, i) CROSS JOIN vp_stats s "
+        "CROSS JOIN LATERAL (SELECT ln((s.n - s.dfs[t.i] + 0.5) / (s.dfs[t.i] + 0.5)) AS x) AS l), "
+        f"vp_match AS (SELECT d.seq, d.id, f.len, f.doc FROM {fts} f JOIN {source} d ON d.seq = f.seq "
+        f"WHERE {matching}), "
+        "vp_scored AS (SELECT m.seq, coalesce(sum(x.idf * (x.freq * (?::float8 + 1.0)) / (x.freq + ?::float8 * "
+        "(1 - ?::float8 + ?::float8 * m.len / nullif(s.total / nullif(s.n, 0), 0)))), 0) AS score "
+        "FROM vp_match m CROSS JOIN vp_stats s LEFT JOIN LATERAL (SELECT t.idf, (SELECT sum(CASE w "
+        f"{case} END) FROM unnest(u.weights) AS w WHERE t.label IS NULL OR w = t.label) AS freq "
+        "FROM unnest(m.doc) AS u JOIN vp_terms t ON t.lexeme = u.lexeme) AS x ON x.freq > 0 GROUP BY m.seq) "
+        f"SELECT {columns}, -sc.score AS vp_rank FROM vp_scored sc JOIN {table} d ON d.seq = sc.seq "
+        "ORDER BY vp_rank, d.id LIMIT ?"
+    )
+    args = [*(_phrase_tsquery(Phrase("", None, False), t.lex, t.label) for t in scored),
+            [t.lex[0][0] for t in scored], [t.label for t in scored],
+            *source_args, query, *params, K1, K1, B, B, int(limit)]
+    out = []
+    for row in budget.query(conn, sql, args):
+        row = dict(row)
+        row["rank"] = float(row.pop("vp_rank"))
         out.append(row)
     return out
 
