@@ -385,7 +385,13 @@ def _sql_ranked(conn: Connection, *, fts: str, table: str, query: str, scored: l
     """Every phrase one word (most questions): the same BM25 computed by the server, which returns only
     the best `limit` rows, in one statement. Phrases and prefixes need positions: `_ranked_rows`."""
     weights = scored[0].weights
-    case = " ".join(f"WHEN '{label}' THEN {float(weights.get(label, 1.0))!r}" for label in LABELS)
+    used = sorted(weights)  # the labels the table's columns have
+    # A word's weighted frequency: Σ over labels of the column weight × its positions with that label.
+    every = " + ".join(f"{float(weights[label])!r} * cardinality(array_positions(u.weights, '{label}'))"
+                       for label in used)
+    weight_of = " ".join(f"WHEN '{label}' THEN {float(weights[label])!r}" for label in used)
+    freq_sql = (f"CASE WHEN t.label IS NULL THEN {every} ELSE (CASE t.label {weight_of} ELSE 1.0 END) "
+                "* cardinality(array_positions(u.weights, t.label)) END")
     counts = ", ".join(f"(SELECT count(*) FROM {fts} WHERE doc @@ ?::tsquery)" for _ in scored)
     matching = " AND ".join(f"({c})" for c in ["f.doc @@ ?::tsquery", *where])
     sql = (
@@ -398,8 +404,8 @@ def _sql_ranked(conn: Connection, *, fts: str, table: str, query: str, scored: l
         f"WHERE {matching}), "
         "vp_scored AS (SELECT m.seq, coalesce(sum(x.idf * (x.freq * (?::float8 + 1.0)) / (x.freq + ?::float8 * "
         "(1 - ?::float8 + ?::float8 * m.len / nullif(s.total / nullif(s.n, 0), 0)))), 0) AS score "
-        "FROM vp_match m CROSS JOIN vp_stats s LEFT JOIN LATERAL (SELECT t.idf, (SELECT sum(CASE w "
-        f"{case} END) FROM unnest(u.weights) AS w WHERE t.label IS NULL OR w = t.label) AS freq "
+        "FROM vp_match m CROSS JOIN vp_stats s LEFT JOIN LATERAL (SELECT t.idf, "
+        f"({freq_sql})::float8 AS freq "
         "FROM unnest(m.doc) AS u JOIN vp_terms t ON t.lexeme = u.lexeme) AS x ON x.freq > 0 GROUP BY m.seq) "
         f"SELECT {columns}, -sc.score AS vp_rank FROM vp_scored sc JOIN {table} d ON d.seq = sc.seq "
         "ORDER BY vp_rank, d.id LIMIT ?"
