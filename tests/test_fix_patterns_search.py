@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from conftest import open_tools
 from support.fix_patterns_helpers import create
 from support.memory_helpers import DIMS, MODEL, embedding_settings, run_embeddings
@@ -13,6 +14,8 @@ from vantage_peers.domains.fix_patterns.embedding import VEC
 from vantage_peers.domains.memory import maintenance, vectors
 from vantage_peers.domains.memory.services import services
 from vantage_peers.server import create_app
+
+pytestmark = pytest.mark.backends  # each test runs on SQLite and on PostgreSQL (#25)
 
 # The fake embedder maps synonyms to one concept: "database" ~ "datastore", "release" ~ "rollout".
 TARGET = {"symptom": "Datastore rows vanish after every rollout",
@@ -118,7 +121,9 @@ def test_stale_vector_is_dropped_and_re_embedded(eapp, etools):
     assert eapp.db.read(lambda c: vectors.count(c, VEC)) == 3
 
 
-def test_one_job_embeds_memories_and_fix_patterns_and_reindex_covers_both(eapp, etools, server, db_path):
+def test_one_job_embeds_memories_and_fix_patterns_and_reindex_covers_both(eapp, etools, server, db_path, backend):
+    if backend == "postgres":  # reindex on PostgreSQL: tests/test_search_postgres.py
+        pytest.xfail("the scheduler's SQL and a second app on the same database are the lead's part of #25")
     from vantage_peers.scheduler import Scheduler
 
     etools.call("store_memory", namespace="global", type="note", content="a car memory", createdBy="x")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from vantage_peers.domains.memory import context, store
 from vantage_peers.domains.memory.search import hybrid
 from vantage_peers.search.fusion import convex
+
+pytestmark = pytest.mark.backends  # each test runs on SQLite and on PostgreSQL (#25)
 
 T0 = 1_780_000_000_000
 

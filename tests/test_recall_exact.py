@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from conftest import make_settings, open_tools
 from support.memory_helpers import embedding_settings, run_embeddings
 
 from vantage_peers.domains.memory import vectors
 from vantage_peers.search.fusion import convex
 from vantage_peers.server import create_app
+
+pytestmark = pytest.mark.backends  # each test runs on SQLite and on PostgreSQL (#25)
 
 NS = "project/exact"
 
@@ -73,9 +76,9 @@ SENTENCES = ["{} fixed a race in the deploy pipeline ({}) after the incident on 
 SHORT = ["see {}", "{} noted", "{} again", "re {}", "{} done", "about {}"]
 
 
-def test_identifiers_stay_in_the_top_5_with_local_embeddings(db_path):
+def test_identifiers_stay_in_the_top_5_with_local_embeddings(db_path, database_url):
     rng = random.Random(20)
-    app = create_app(make_settings(db_path, embeddings="local"))
+    app = create_app(make_settings(db_path, embeddings="local", database_url=database_url))
     try:
         with open_tools(app) as tools:
             targets = {}
@@ -99,8 +102,8 @@ def test_identifiers_stay_in_the_top_5_with_local_embeddings(db_path):
         app.db.close()
 
 
-def test_a_zero_query_vector_from_the_endpoint_gives_keyword_results(db_path, server):
-    app = create_app(embedding_settings(db_path, server))
+def test_a_zero_query_vector_from_the_endpoint_gives_keyword_results(db_path, server, database_url):
+    app = create_app(embedding_settings(db_path, server, database_url=database_url))
     try:
         with open_tools(app) as tools:
             target = put(tools, "The parser chokes on ((( in the billing template")
@@ -120,8 +123,8 @@ def test_a_zero_query_vector_from_the_endpoint_gives_keyword_results(db_path, se
         app.db.close()
 
 
-def test_a_zero_document_vector_is_not_stored_and_never_breaks_search(db_path, server):
-    app = create_app(embedding_settings(db_path, server))
+def test_a_zero_document_vector_is_not_stored_and_never_breaks_search(db_path, server, database_url):
+    app = create_app(embedding_settings(db_path, server, database_url=database_url))
     try:
         with open_tools(app) as tools:
             server.zero_on = "EMPTYISH"

@@ -8,6 +8,8 @@ from vantage_peers.app import effective_hints
 from vantage_peers.search.doctrine import VP_SOURCES_DOCTRINE
 from vantage_peers.search.fusion import rrf
 
+pytestmark = pytest.mark.backends  # each test runs on SQLite and on PostgreSQL (#25)
+
 HOSTILE = ['"', '""', "AND OR NOT", "col:x*", "(((", "NEAR(", "NEAR(a b, 2)", "content : x", "nsKey : *",
            "🦘🔥", "*", "^start", "a' OR '1'='1", "-- ;", "\\", "{content}: x", "x" * 5000, "\x00", "NOT", "OR"]
 

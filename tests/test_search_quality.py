@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from conftest import make_settings, open_tools
 
 from vantage_peers.db import Database, latest_version, migrate
 from vantage_peers.search.fts import MAX_TOKENS, fts_query
 from vantage_peers.search.fusion import convex
 from vantage_peers.server import create_app
+
+pytestmark = pytest.mark.backends  # each test runs on SQLite and on PostgreSQL (#25)
 
 NS = "project/quality"
 

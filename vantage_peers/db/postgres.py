@@ -151,6 +151,21 @@ class PgConnection:
             return []
         return [tuple(_plain(v) for v in row) for row in cur]
 
+    def query_between(self, before: Sequence[str], sql: str, params: Sequence[Any], after: Sequence[str]) -> list[Row]:
+        """`query`, with plain statements (no parameters) sent before and after it in one round trip
+        (pipeline mode): search/budget.py wraps a search in a savepoint and a statement_timeout this way.
+        An error in any of them is raised after the pipeline ends; the caller restores the transaction."""
+        with self.raw.pipeline():
+            for statement in before:
+                self.raw.execute(statement)
+            cur = self._cursor(sql, params)
+            for statement in after:
+                self.raw.execute(statement)
+        if cur.description is None:
+            return []
+        names = self._names(sql, cur)
+        return [{name: _plain(value) for name, value in zip(names, row, strict=True)} for row in cur.fetchall()]
+
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Row | None:
         for row in self.iterate(sql, params):
             return row

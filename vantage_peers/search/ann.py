@@ -19,7 +19,8 @@ Storage: `memories_vec_bits(seq, gen, part, bits)` beside the vec0 table, writte
 `vectors.replace` in the same transaction as the float vector. `meta` holds a generation counter
 (bumped on every write) and an epoch (new whenever the tables are created), so each process's cache
 loads only rows written since it last looked, and starts over after `reindex`. Files whose vec0
-table predates the bits table use exact search until `vantage-peers reindex`.
+table predates the bits table use exact search until `vantage-peers reindex`. PostgreSQL has no bits
+table: pgvector's HNSW index is its approximate search (search/pg_vectors.py).
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def drop(conn: Any, name: str) -> None:
 
 
 def exists(conn: Any, name: str) -> bool:
+    if getattr(conn, "backend", "sqlite") == "postgres":
+        return False  # PostgreSQL's vector tables have an HNSW index instead (search/pg_vectors.py)
     return conn.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (bits_table(name),)) is not None
 
 

@@ -5,6 +5,10 @@ minutes: WAL cannot checkpoint behind it, and in delete mode every writer waits.
 (`VP_SEARCH_BUDGET_MS`, counted from the call's first search) is enforced by SQLite's progress
 handler; the rows read so far are returned and the call's scope is marked, so the app wrapper adds
 `truncated: true` to the reply.
+
+On PostgreSQL the statement runs inside a savepoint with `SET LOCAL statement_timeout` set to what
+is left of the budget, all sent in one round trip: a cancelled statement is rolled back to the
+savepoint (the read transaction goes on), answers no rows, and marks the scope the same way.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ PROGRESS_STEPS = 2_000  # SQLite VM instructions between deadline checks
 def query(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[Row]:
     """`conn.query` under the call's search budget (no budget outside a call scope)."""
     scope = current_scope()
-    if scope is None or scope.search_budget_ms <= 0:
+    if scope is None or scope.search_budget_ms <= 0 or (_is_pg(conn) and not conn.in_tx):
         return conn.query(sql, params)
     if scope.search_deadline is None:
         scope.search_deadline = time.monotonic() + scope.search_budget_ms / 1000
@@ -32,6 +36,8 @@ def query(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[Row]:
     if time.monotonic() >= deadline:
         scope.truncated = True
         return rows
+    if _is_pg(conn):
+        return _pg_query(conn, sql, params, scope, deadline)
     conn.raw.set_progress_handler(lambda: time.monotonic() >= deadline, PROGRESS_STEPS)
     try:
         cur = conn.raw.cursor()
@@ -47,3 +53,33 @@ def query(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[Row]:
     finally:
         conn.raw.set_progress_handler(None)
     return rows
+
+
+def _is_pg(conn: Any) -> bool:
+    return getattr(conn, "backend", "sqlite") == "postgres"
+
+
+def _pg_query(conn: Any, sql: str, params: Sequence[Any], scope: Any, deadline: float) -> list[Row]:
+    left_ms = max(1, int((deadline - time.monotonic()) * 1000))
+    try:
+        # One round trip: the savepoint, the timeout, the query, then rolling back to the savepoint
+        # (which also undoes the SET LOCAL: the server's own statement_timeout applies again; the rows
+        # already read are kept, a search writes nothing).
+        return conn.query_between(
+            [f"SAVEPOINT {_SAVEPOINT}", f"SET LOCAL statement_timeout = {left_ms}"], sql, params,
+            [f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}", f"RELEASE SAVEPOINT {_SAVEPOINT}"])
+    except Exception as exc:
+        conn.script(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}; RELEASE SAVEPOINT {_SAVEPOINT}")
+        if getattr(exc, "sqlstate", None) == "57014":  # query_canceled: the timeout fired
+            scope.truncated = True
+            return []
+        raise
+
+
+_SAVEPOINT = "vp_search_budget"
+
+
+def timed_out() -> bool:
+    """True when the call's search budget has run out (its later searches answer nothing)."""
+    scope = current_scope()
+    return scope is not None and scope.truncated

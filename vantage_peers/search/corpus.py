@@ -3,7 +3,7 @@
 Every corpus has the same kind of job queue — a table with `seq`, a unique key column pointing at
 the source row (ON DELETE CASCADE), `attempts`, `nextAttemptAt`, `leaseOwner`, `leaseUntil`,
 `lastError`, `createdAt`, filled by triggers on the source table in the write's own transaction —
-and its own vec0 table (`VecTable`). The embedding worker (memory domain) serves them all
+and its own vector table (`VecTable`: vec0 on SQLite, pgvector on PostgreSQL). The embedding worker (memory domain) serves them all
 in one scheduler job; `vantage-peers reindex` and `doctor` cover them all.
 
 A domain registers its corpus from its `register(app)` with `app.add_corpus(corpus)`; the worker,

@@ -11,6 +11,8 @@ tables themselves are declared where they are used (the memory table lives with 
   changes them.
 - `chunk_size` is small because vec0 allocates a whole chunk per partition: the default (1024
   vectors × 6 KB at 1536 dims) would cost 6 MB for every partition holding even one row.
+- On PostgreSQL the same functions use a pgvector table with an HNSW index (search/pg_vectors.py);
+  a VecTable carries both backends' triggers (`triggers` for SQLite, `pg_triggers` for PostgreSQL).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..db import Connection
-from . import ann
+from . import ann, pg_vectors
 
 CHUNK_SIZE = 64
 META_MODEL = "embedding.model"
@@ -43,6 +45,8 @@ class VecTable:
     columns_ddl: str
     columns: tuple[str, ...]
     triggers: Mapping[str, str] = field(default_factory=dict)
+    # PostgreSQL: name -> DDL of a plpgsql function of that name and the trigger running it.
+    pg_triggers: Mapping[str, str] = field(default_factory=dict)
     ann: bool = False  # keep sign codes for the approximate first pass (search/ann.py) beside it
 
 
@@ -111,7 +115,13 @@ def recorded(conn: Connection) -> Recorded | None:
     return Recorded(rows[META_MODEL], int(rows[META_DIMS]))
 
 
+def _pg(conn: Connection) -> bool:
+    return conn.backend == "postgres"
+
+
 def table_exists(conn: Connection, table: VecTable) -> bool:
+    if _pg(conn):
+        return pg_vectors.table_exists(conn, table.name)
     return conn.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table.name,)) is not None
 
 
@@ -136,7 +146,17 @@ def ensure(conn: Connection, model: str, dimensions: int, table: VecTable) -> No
     if table_exists(conn, table):
         return
     if conn.vec_version is None:
-        raise ModelMismatch("the sqlite-vec extension is not loaded; vectors cannot be stored")
+        raise ModelMismatch("the vector extension (sqlite-vec, or pgvector on PostgreSQL) is not loaded; "
+                            "vectors cannot be stored")
+    if _pg(conn):
+        pg_vectors.create(conn, table, dimensions)
+    else:
+        _create_vec0(conn, table, dimensions)
+    conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                     [(META_MODEL, model), (META_DIMS, str(int(dimensions)))])
+
+
+def _create_vec0(conn: Connection, table: VecTable, dimensions: int) -> None:
     conn.execute(
         f"CREATE VIRTUAL TABLE {table.name} USING vec0 ({table.columns_ddl}, "
         f"embedding float[{int(dimensions)}] distance_metric=cosine, chunk_size={CHUNK_SIZE})"
@@ -145,13 +165,14 @@ def ensure(conn: Connection, model: str, dimensions: int, table: VecTable) -> No
         conn.execute(sql)
     if table.ann:
         ann.create(conn, table.name)  # sign codes for the approximate first pass (search/ann.py)
-    conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                     [(META_MODEL, model), (META_DIMS, str(int(dimensions)))])
 
 
 def drop(conn: Connection, tables: Sequence[VecTable]) -> None:
     """Forget every vector of `tables` and the recorded model (reindex starts from here)."""
     for table in tables:
+        if _pg(conn):
+            pg_vectors.drop(conn, table)
+            continue
         for name in table.triggers:
             conn.execute(f"DROP TRIGGER IF EXISTS {name}")
         if table_exists(conn, table):
@@ -163,6 +184,9 @@ def drop(conn: Connection, tables: Sequence[VecTable]) -> None:
 def replace(conn: Connection, table: VecTable, rows: Sequence[tuple[int, Sequence[object], Sequence[float]]]) -> None:
     """(seq, column values in `table.columns` order, vector) rows; replaces any earlier vector."""
     if not rows:
+        return
+    if _pg(conn):
+        pg_vectors.replace(conn, table, rows)
         return
     names = ", ".join(table.columns)
     marks = ", ".join("?" for _ in table.columns)
@@ -184,6 +208,9 @@ def nearest(conn: Connection, table: VecTable, vector: Sequence[float], *, k: in
     """KNN in `table`: (seq, cosine distance), nearest first; `clauses` filter on its columns inside the KNN."""
     if unusable(vector):
         return []
+    if _pg(conn):
+        return _distances(pg_vectors.nearest(conn, table, vector, k=max(1, min(k, MAX_K)), clauses=clauses,
+                                             params=params))
     where = ["embedding MATCH ?", "k = ?", *clauses]
     rows = conn.raw.execute(
         f"SELECT rowid, distance FROM {table.name} WHERE {' AND '.join(where)} ORDER BY distance",
@@ -200,6 +227,10 @@ def rescore(conn: Connection, table: VecTable, vector: Sequence[float], seqs: Se
     scans the table."""
     if unusable(vector):
         return []
+    if _pg(conn):
+        hits = _distances(pg_vectors.rescore(conn, table, vector, seqs, clauses=clauses, params=params))
+        hits.sort(key=lambda hit: (hit[1], hit[0]))
+        return hits[:k]
     where = " AND ".join(["rowid = ?", *clauses])
     sql = f"SELECT rowid, vec_distance_cosine(embedding, ?) FROM {table.name} WHERE {where}"
     blob = pack(vector)

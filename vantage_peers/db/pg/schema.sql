@@ -4,7 +4,8 @@
 -- This file is version 13; pg/migrations/NNN_*.sql are the steps after it, numbered as SQLite's.
 -- Differences, each on purpose: `seq` is an identity column; INTEGER is BIGINT (Unix ms do not fit
 -- 32 bits); REAL/NUMERIC are DOUBLE PRECISION; case-insensitive columns (COLLATE NOCASE) are CITEXT;
--- full-text and vector tables are created by `search/` (pg_fts.sql) and at run time.
+-- FTS5 indexes are `<table>_fts` side tables of tsvectors kept by triggers (the end of this file,
+-- read by search/pg_fts.py, which computes BM25 over them); vector tables are created at run time.
 CREATE EXTENSION IF NOT EXISTS citext;
 -- SQLite's hex() of a text: upper-case hex of its UTF-8 bytes (memories.nsKey).
 CREATE FUNCTION vp_hex(value text) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -863,3 +864,164 @@ CREATE TABLE taskNotes (
 );
 
 CREATE INDEX taskNotes_by_task ON taskNotes (taskId, seq);
+
+-- ---------------------------------------------------------------------------------------------
+-- Full-text search (SQLite: FTS5 `porter unicode61 remove_diacritics 2`, see search/pg_fts.py).
+-- Text is cut into runs of letters and digits (unicode61's tokens: every other character separates),
+-- diacritics removed (unaccent), case folded, English words stemmed by the original Porter
+-- algorithm (FTS5's `porter`, which leaves a token ending in a digit as it is); numbers are kept.
+-- No stopwords: FTS5 has none either. One `<table>_fts` row per searchable row: `doc` holds every
+-- indexed column, column i's positions labelled A, B, C, D (so BM25 weights columns apart),
+-- `len` the row's token count over all columns (BM25's document length). The table's comment lists
+-- the columns in label order. Components (trigram FTS5 on SQLite) are searched by substring.
+CREATE EXTENSION IF NOT EXISTS unaccent;
+CREATE TEXT SEARCH DICTIONARY vp_porter (TEMPLATE = snowball, Language = porter);
+CREATE TEXT SEARCH CONFIGURATION vp_search (PARSER = default);
+ALTER TEXT SEARCH CONFIGURATION vp_search ADD MAPPING FOR asciiword, word, numword, hword, hword_part,
+    asciihword, hword_asciipart, numhword, hword_numpart WITH unaccent, vp_porter;
+ALTER TEXT SEARCH CONFIGURATION vp_search ADD MAPPING FOR int, uint, float, sfloat, version WITH simple;
+
+-- unicode61's token characters are letters and digits: everything else becomes a space first, so
+-- the default parser never sees an e-mail, URL, path or signed number ("PR-1234" is "pr", "1234").
+CREATE FUNCTION vp_fts_words(value text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN regexp_replace(coalesce(value, ''), '[^[:alnum:]]+', ' ', 'g');
+CREATE FUNCTION vp_fts_length(value text) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN regexp_count(coalesce(value, ''), '[[:alnum:]]+');
+
+-- The labelled tsvector of up to four columns. A tsvector holds at most 1 MB: a row whose text
+-- would exceed it (hundreds of KB of distinct words) is indexed from the first VP_FTS_CUT characters
+-- of each column instead of failing the write.
+CREATE FUNCTION vp_fts_doc(VARIADIC cols text[]) RETURNS tsvector LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+    labels "char"[] := '{A,B,C,D}';
+    doc tsvector := ''::tsvector;
+    total bigint := 0;
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(cols, 1), 0) LOOP
+        total := total + coalesce(octet_length(cols[i]), 0);
+    END LOOP;
+    IF total <= 262144 THEN
+        FOR i IN 1 .. coalesce(array_length(cols, 1), 0) LOOP
+            doc := doc || setweight(to_tsvector('vp_search', vp_fts_words(cols[i])), labels[i]);
+        END LOOP;
+        RETURN doc;
+    END IF;
+    BEGIN
+        FOR i IN 1 .. coalesce(array_length(cols, 1), 0) LOOP
+            doc := doc || setweight(to_tsvector('vp_search', vp_fts_words(cols[i])), labels[i]);
+        END LOOP;
+        RETURN doc;
+    EXCEPTION WHEN program_limit_exceeded THEN  -- VP_FTS_CUT = 65536 characters per column
+        doc := ''::tsvector;
+        FOR i IN 1 .. coalesce(array_length(cols, 1), 0) LOOP
+            doc := doc || setweight(to_tsvector('vp_search', vp_fts_words(left(cols[i], 65536))), labels[i]);
+        END LOOP;
+        RETURN doc;
+    END;
+END $$;
+
+CREATE TABLE messages_fts (
+    seq BIGINT NOT NULL REFERENCES messages (seq) ON DELETE CASCADE,
+    doc tsvector NOT NULL,
+    len INTEGER NOT NULL,
+    PRIMARY KEY (seq) INCLUDE (len)
+);
+CREATE INDEX messages_fts_doc ON messages_fts USING gin (doc);
+COMMENT ON TABLE messages_fts IS 'content';
+CREATE FUNCTION messages_fts_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO messages_fts (seq, doc, len)
+    VALUES (NEW.seq, vp_fts_doc(NEW.content), vp_fts_length(NEW.content))
+    ON CONFLICT (seq) DO UPDATE SET doc = excluded.doc, len = excluded.len;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages FOR EACH ROW EXECUTE FUNCTION messages_fts_sync();
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages FOR EACH ROW EXECUTE FUNCTION messages_fts_sync();
+
+-- nsKey is indexed as on SQLite: a namespaced query is a label-B token (a prefix for `prefix/*`).
+CREATE TABLE memories_fts (
+    seq BIGINT NOT NULL REFERENCES memories (seq) ON DELETE CASCADE,
+    doc tsvector NOT NULL,
+    len INTEGER NOT NULL,
+    PRIMARY KEY (seq) INCLUDE (len)
+);
+CREATE INDEX memories_fts_doc ON memories_fts USING gin (doc);
+COMMENT ON TABLE memories_fts IS 'content nsKey';
+CREATE FUNCTION memories_fts_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO memories_fts (seq, doc, len)
+    VALUES (NEW.seq, vp_fts_doc(NEW.content, NEW.nsKey), vp_fts_length(NEW.content) + vp_fts_length(NEW.nsKey))
+    ON CONFLICT (seq) DO UPDATE SET doc = excluded.doc, len = excluded.len;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories FOR EACH ROW EXECUTE FUNCTION memories_fts_sync();
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF content, namespace ON memories
+    FOR EACH ROW EXECUTE FUNCTION memories_fts_sync();
+
+CREATE TABLE tasks_fts (
+    seq BIGINT NOT NULL REFERENCES tasks (seq) ON DELETE CASCADE,
+    doc tsvector NOT NULL,
+    len INTEGER NOT NULL,
+    PRIMARY KEY (seq) INCLUDE (len)
+);
+CREATE INDEX tasks_fts_doc ON tasks_fts USING gin (doc);
+COMMENT ON TABLE tasks_fts IS 'title description';
+CREATE FUNCTION tasks_fts_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO tasks_fts (seq, doc, len)
+    VALUES (NEW.seq, vp_fts_doc(NEW.title, NEW.description),
+            vp_fts_length(NEW.title) + vp_fts_length(NEW.description))
+    ON CONFLICT (seq) DO UPDATE SET doc = excluded.doc, len = excluded.len;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER tasks_fts_insert AFTER INSERT ON tasks FOR EACH ROW EXECUTE FUNCTION tasks_fts_sync();
+CREATE TRIGGER tasks_fts_update AFTER UPDATE OF title, description ON tasks
+    FOR EACH ROW EXECUTE FUNCTION tasks_fts_sync();
+
+CREATE TABLE briefingNotes_fts (
+    seq BIGINT NOT NULL REFERENCES briefingNotes (seq) ON DELETE CASCADE,
+    doc tsvector NOT NULL,
+    len INTEGER NOT NULL,
+    PRIMARY KEY (seq) INCLUDE (len)
+);
+CREATE INDEX briefingNotes_fts_doc ON briefingNotes_fts USING gin (doc);
+COMMENT ON TABLE briefingNotes_fts IS 'title content decisions';
+CREATE FUNCTION briefingNotes_fts_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO briefingNotes_fts (seq, doc, len)
+    VALUES (NEW.seq, vp_fts_doc(NEW.title, NEW.content, NEW.decisions),
+            vp_fts_length(NEW.title) + vp_fts_length(NEW.content) + vp_fts_length(NEW.decisions))
+    ON CONFLICT (seq) DO UPDATE SET doc = excluded.doc, len = excluded.len;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER briefingNotes_fts_insert AFTER INSERT ON briefingNotes
+    FOR EACH ROW EXECUTE FUNCTION briefingNotes_fts_sync();
+CREATE TRIGGER briefingNotes_fts_update AFTER UPDATE OF title, content, decisions ON briefingNotes
+    FOR EACH ROW EXECUTE FUNCTION briefingNotes_fts_sync();
+
+CREATE TABLE fixPatterns_fts (
+    seq BIGINT NOT NULL REFERENCES fixPatterns (seq) ON DELETE CASCADE,
+    doc tsvector NOT NULL,
+    len INTEGER NOT NULL,
+    PRIMARY KEY (seq) INCLUDE (len)
+);
+CREATE INDEX fixPatterns_fts_doc ON fixPatterns_fts USING gin (doc);
+COMMENT ON TABLE fixPatterns_fts IS 'symptom rootCause tags stack';
+CREATE FUNCTION fixPatterns_fts_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO fixPatterns_fts (seq, doc, len)
+    VALUES (NEW.seq, vp_fts_doc(NEW.symptom, NEW.rootCause, NEW.tags, NEW.stack),
+            vp_fts_length(NEW.symptom) + vp_fts_length(NEW.rootCause) + vp_fts_length(NEW.tags)
+            + vp_fts_length(NEW.stack))
+    ON CONFLICT (seq) DO UPDATE SET doc = excluded.doc, len = excluded.len;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER fixPatterns_fts_insert AFTER INSERT ON fixPatterns
+    FOR EACH ROW EXECUTE FUNCTION fixPatterns_fts_sync();
+CREATE TRIGGER fixPatterns_fts_update AFTER UPDATE OF symptom, rootCause, tags, stack ON fixPatterns
+    FOR EACH ROW EXECUTE FUNCTION fixPatterns_fts_sync();
+
+-- Components: FTS5 `trigram` on SQLite, a substring search here (search/pg_fts.py `trigram_rows`);
+-- the view only declares which columns are searched.
+CREATE VIEW components_fts AS SELECT seq, name, team FROM components;
+COMMENT ON VIEW components_fts IS 'trigram name team';

@@ -1,4 +1,5 @@
-"""How fix patterns are embedded: their corpus for the shared embedding worker, and their vec0 table.
+"""How fix patterns are embedded: their corpus for the shared embedding worker, and their vec0 table
+(a pgvector table on PostgreSQL).
 
 The embedded text is the symptom and the root cause (what `search_fix_patterns` searches by
 meaning). `sourceProject` is a vec0 metadata column, so a `project`-filtered KNN filters inside the
@@ -34,9 +35,28 @@ VEC = VecTable(
                 DELETE FROM {VEC_TABLE} WHERE rowid = old.seq;
             END""",
     },
+    pg_triggers={  # PostgreSQL (search/pg_vectors.py): plpgsql functions named like their triggers
+        "fixPatterns_vec_project": f"""
+            CREATE FUNCTION fixPatterns_vec_project() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                UPDATE {VEC_TABLE} SET sourceProject = NEW.sourceProject WHERE seq = NEW.seq;
+                RETURN NULL;
+            END $$;
+            CREATE TRIGGER fixPatterns_vec_project AFTER UPDATE OF sourceProject ON fixPatterns
+                FOR EACH ROW EXECUTE FUNCTION fixPatterns_vec_project();""",
+        "fixPatterns_vec_stale": f"""
+            CREATE FUNCTION fixPatterns_vec_stale() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                DELETE FROM {VEC_TABLE} WHERE seq = OLD.seq;
+                RETURN NULL;
+            END $$;
+            CREATE TRIGGER fixPatterns_vec_stale AFTER UPDATE OF symptom, rootCause ON fixPatterns
+                FOR EACH ROW EXECUTE FUNCTION fixPatterns_vec_stale();
+            CREATE TRIGGER fixPatterns_vec_delete AFTER DELETE ON fixPatterns
+                FOR EACH ROW EXECUTE FUNCTION fixPatterns_vec_stale();""",
+    },
 )
 
-TEXT_SQL = "symptom || char(10) || rootCause"
+# A newline between the two (a literal one: SQLite has char(10), PostgreSQL chr(10)).
+TEXT_SQL = "symptom || '\n' || rootCause"
 
 CORPUS = Corpus(
     name="fix patterns", source="fixPatterns", text_sql=TEXT_SQL, jobs="fixPatternEmbeddingJobs",

@@ -1,4 +1,4 @@
-"""The memory vectors: the `memories_vec` vec0 table, its triggers, and the memory KNN.
+"""The memory vectors: the `memories_vec` vec0 table (pgvector on PostgreSQL), its triggers, and the memory KNN.
 
 - `namespace` is the vec0 *partition key*: a namespaced KNN scans only that namespace's chunks,
   and a `prefix/*` query is a range over partition keys.
@@ -50,10 +50,32 @@ _TRIGGERS = {
         END""",
 }
 
+# The same on PostgreSQL (search/pg_vectors.py): plpgsql functions named like their triggers.
+_PG_TRIGGERS = {
+    "memories_vec_state": f"""
+        CREATE FUNCTION memories_vec_state() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+            UPDATE {TABLE} SET isLatest = NEW.isLatest, expiresAt = coalesce(NEW.expiresAt, {NO_EXPIRY}),
+                type = NEW.type WHERE seq = NEW.seq;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER memories_vec_state AFTER UPDATE OF isLatest, expiresAt, type ON memories
+            FOR EACH ROW EXECUTE FUNCTION memories_vec_state();""",
+    "memories_vec_stale": f"""
+        CREATE FUNCTION memories_vec_stale() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+            DELETE FROM {TABLE} WHERE seq = OLD.seq;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER memories_vec_stale AFTER UPDATE OF content, namespace ON memories
+            FOR EACH ROW EXECUTE FUNCTION memories_vec_stale();
+        CREATE TRIGGER memories_vec_delete AFTER DELETE ON memories
+            FOR EACH ROW EXECUTE FUNCTION memories_vec_stale();""",
+}
+
 MEMORIES = VecTable(
     name=TABLE, label="memory",
     columns_ddl="namespace TEXT PARTITION KEY, type TEXT, isLatest INTEGER, expiresAt INTEGER",
-    columns=("namespace", "type", "isLatest", "expiresAt"), triggers=_TRIGGERS, ann=True,
+    columns=("namespace", "type", "isLatest", "expiresAt"), triggers=_TRIGGERS, pg_triggers=_PG_TRIGGERS,
+    ann=True,
 )
 
 

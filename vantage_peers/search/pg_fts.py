@@ -1,0 +1,491 @@
+"""Keyword search on PostgreSQL: FTS5's MATCH expressions and BM25, over tsvector side tables.
+
+PostgreSQL's own `ts_rank` ranks worse than BM25, so the ranking is FTS5's `bm25()` computed here,
+term for term, from data PostgreSQL keeps (db/pg/schema.sql):
+- `<table>_fts(seq, doc tsvector, len)`: one row per searchable row, `doc` tokenized like FTS5's
+  `porter unicode61 remove_diacritics 2`, column i's positions labelled A/B/C/D, `len` the row's
+  token count; the table's comment names the columns in label order.
+- N and the average length come from that table (an index-only scan of its primary key), each
+  phrase's document frequency from its GIN index (`count(*) … WHERE doc @@ phrase`), and each
+  matching row's term positions from `unnest(doc)`; the score is FTS5's formula (k1 1.2, b 0.75,
+  idf floored at 1e-6, per-column weights, phrases as separate terms), negated like `bm25()`.
+The MATCH expressions come from `fts.fts_query` (and a store's column filter, e.g. memories'
+`nsKey : "n…"*`): quoted phrases, AND/OR, parentheses, `column :` and a trailing `*`. They are
+parsed here and rebuilt as a tsquery from lexemes PostgreSQL computed, so user text never reaches
+SQL or tsquery syntax.
+
+Components use FTS5's `trigram` tokenizer on SQLite (substring search): `trigram_rows` matches
+each phrase as a case-insensitive substring and computes the same BM25 over trigram counts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..db import Connection, Row
+from . import budget
+
+K1 = 1.2
+B = 0.75
+LABELS = "ABCD"
+_LEXEME_CACHE = 4096
+
+
+@dataclass(frozen=True)
+class Phrase:
+    text: str
+    column: str | None = None
+    prefix: bool = False
+
+
+@dataclass
+class Node:
+    op: str  # "and" | "or" | "phrase"
+    children: list[Node] = field(default_factory=list)
+    phrase: Phrase | None = None
+
+
+class MatchSyntax(ValueError):
+    """A MATCH expression outside the subset the stores build (a bug, never user text)."""
+
+
+_TOKEN = re.compile(r'\s*(?:"((?:[^"]|"")*)"|(\()|(\))|(:)|(\*)|([A-Za-z_][A-Za-z0-9_]*))')
+
+
+def _lex(expr: str) -> list[tuple[str, str]]:
+    out, pos = [], 0
+    while pos < len(expr):
+        if expr[pos:].strip() == "":
+            break
+        m = _TOKEN.match(expr, pos)
+        if m is None:
+            raise MatchSyntax(f"cannot parse MATCH expression at {expr[pos:pos + 20]!r}")
+        quoted, lp, rp, colon, star, word = m.groups()
+        if quoted is not None:
+            out.append(("str", quoted.replace('""', '"')))
+        elif lp:
+            out.append(("(", lp))
+        elif rp:
+            out.append((")", rp))
+        elif colon:
+            out.append((":", colon))
+        elif star:
+            out.append(("*", star))
+        else:
+            out.append(("word", word))
+        pos = m.end()
+    return out
+
+
+class _Parser:
+    def __init__(self, tokens: list[tuple[str, str]]) -> None:
+        self.tokens, self.at = tokens, 0
+
+    def peek(self, offset: int = 0) -> tuple[str, str] | None:
+        i = self.at + offset
+        return self.tokens[i] if i < len(self.tokens) else None
+
+    def take(self) -> tuple[str, str]:
+        tok = self.tokens[self.at]
+        self.at += 1
+        return tok
+
+    def parse_or(self, column: str | None) -> Node:
+        parts = [self.parse_and(column)]
+        while (tok := self.peek()) is not None and tok == ("word", "OR"):
+            self.take()
+            parts.append(self.parse_and(column))
+        return parts[0] if len(parts) == 1 else Node("or", parts)
+
+    def parse_and(self, column: str | None) -> Node:
+        parts = [self.parse_unary(column)]
+        while (tok := self.peek()) is not None and tok[0] != ")" and tok != ("word", "OR"):
+            if tok == ("word", "AND"):
+                self.take()
+            parts.append(self.parse_unary(column))
+        return parts[0] if len(parts) == 1 else Node("and", parts)
+
+    def parse_unary(self, column: str | None) -> Node:
+        tok = self.peek()
+        if tok is None:
+            raise MatchSyntax("MATCH expression ends early")
+        if tok[0] == "word" and tok[1] not in ("AND", "OR", "NOT") and self.peek(1) == (":", ":"):
+            self.take()
+            self.take()
+            return self.parse_unary(tok[1])
+        if tok[0] == "(":
+            self.take()
+            node = self.parse_or(column)
+            if self.peek() is None or self.take()[0] != ")":
+                raise MatchSyntax("unbalanced parentheses in MATCH expression")
+            return node
+        if tok[0] == "str":
+            self.take()
+            prefix = self.peek() == ("*", "*")
+            if prefix:
+                self.take()
+            return Node("phrase", phrase=Phrase(tok[1], column, prefix))
+        raise MatchSyntax(f"unexpected {tok[1]!r} in MATCH expression")
+
+
+def parse(expr: str) -> Node:
+    """The tree of an FTS5 MATCH expression built by the stores."""
+    parser = _Parser(_lex(expr))
+    node = parser.parse_or(None)
+    if parser.peek() is not None:
+        raise MatchSyntax(f"unexpected {parser.peek()[1]!r} in MATCH expression")  # type: ignore[index]
+    return node
+
+
+def phrases(node: Node) -> list[Phrase]:
+    """The phrases of a tree, left to right (FTS5's phrase numbering, one BM25 term each)."""
+    if node.op == "phrase":
+        return [node.phrase]  # type: ignore[list-item]
+    return [p for child in node.children for p in phrases(child)]
+
+
+# ---- lexemes: PostgreSQL tokenizes and stems the query's phrases exactly like the documents
+
+_cache: OrderedDict[str, tuple[tuple[str, int], ...]] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def lexemes(conn: Connection, texts: Sequence[str]) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Each text's (lexeme, offset from its first token) sequence, as `vp_search` indexes it."""
+    out: dict[str, tuple[tuple[str, int], ...]] = {}
+    with _cache_lock:
+        for text in texts:
+            if text in _cache:
+                out[text] = _cache[text]
+                _cache.move_to_end(text)
+    missing = list(dict.fromkeys(t for t in texts if t not in out))
+    if missing:
+        found: dict[int, list[tuple[int, str]]] = {}
+        for ord_, lexeme, pos in conn.rows(
+                "SELECT q.ord, u.lexeme, p.pos FROM unnest(?::text[]) WITH ORDINALITY AS q(txt, ord) "
+                "CROSS JOIN LATERAL unnest(to_tsvector('vp_search', vp_fts_words(q.txt))) AS u "
+                "CROSS JOIN LATERAL unnest(u.positions) AS p(pos)", [missing]):
+            found.setdefault(int(ord_), []).append((int(pos), str(lexeme)))
+        with _cache_lock:
+            for i, text in enumerate(missing, start=1):
+                seq = sorted(found.get(i, []))
+                first = seq[0][0] if seq else 0
+                value = tuple((lex, pos - first) for pos, lex in seq)
+                out[text] = _cache[text] = value
+                while len(_cache) > _LEXEME_CACHE:
+                    _cache.popitem(last=False)
+    return out
+
+
+def _quote(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _phrase_tsquery(phrase: Phrase, lex: tuple[tuple[str, int], ...], label: str | None) -> str | None:
+    if not lex:
+        return None  # a phrase with no token (punctuation only) matches nothing, as in FTS5
+    parts, last = [], 0
+    for i, (lexeme, offset) in enumerate(lex):
+        suffix = ":" + ("*" if phrase.prefix and i == len(lex) - 1 else "") + (label or "")
+        term = _quote(lexeme) + (suffix if suffix != ":" else "")
+        if i:
+            parts.append(f"<{offset - last}>" if offset - last != 1 else "<->")
+        parts.append(term)
+        last = offset
+    return "(" + " ".join(parts) + ")"
+
+
+def tsquery(node: Node, lex: dict[str, tuple[tuple[str, int], ...]], labels: dict[str, str]) -> str | None:
+    """The tsquery text of a tree, or None when it can match nothing."""
+    if node.op == "phrase":
+        phrase = node.phrase
+        assert phrase is not None
+        label = None
+        if phrase.column is not None:
+            if phrase.column not in labels:
+                raise MatchSyntax(f"no column {phrase.column!r} in this full-text index")
+            label = labels[phrase.column]
+        return _phrase_tsquery(phrase, lex[phrase.text], label)
+    parts = [tsquery(child, lex, labels) for child in node.children]
+    if node.op == "and":
+        return None if any(p is None for p in parts) else "(" + " & ".join(parts) + ")"  # type: ignore[arg-type]
+    kept = [p for p in parts if p is not None]
+    return None if not kept else "(" + " | ".join(kept) + ")"
+
+
+# ---- BM25
+
+_columns: dict[str, tuple[str, ...]] = {}
+
+
+def columns_of(conn: Connection, fts: str) -> tuple[str, ...]:
+    """The indexed columns of side table `fts`, in label order (its comment, see db/pg/schema.sql);
+    a trigram index (a view) says `trigram` first."""
+    if fts not in _columns:
+        comment = conn.scalar("SELECT obj_description(to_regclass(?), 'pg_class')", [fts])
+        if not comment:
+            raise MatchSyntax(f"{fts} is not a full-text side table")
+        _columns[fts] = tuple(str(comment).split())
+    return _columns[fts]
+
+
+def idf(rows: int, hits: int) -> float:
+    value = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return value if value > 0 else 1e-6  # FTS5's floor: a very common phrase still counts a little
+
+
+class _Term:
+    """One phrase of the query, ready for counting in a row's positions."""
+
+    def __init__(self, phrase: Phrase, lex: tuple[tuple[str, int], ...], label: str | None,
+                 weights: dict[str, float]) -> None:
+        self.lex, self.label, self.prefix = lex, label, phrase.prefix
+        self.weights = weights
+        self.idf = 0.0
+
+    @property
+    def weighted(self) -> bool:
+        """False when every column it can hit has weight 0 (it adds nothing: skip its frequency)."""
+        if not self.lex:
+            return False
+        if self.label is not None:
+            return self.weights.get(self.label, 1.0) != 0
+        return any(w != 0 for w in self.weights.values()) or len(self.weights) < len(LABELS)
+
+    def _at(self, entries: dict[str, dict[int, str]], lexeme: str, last: bool) -> list[dict[int, str]]:
+        if last and self.prefix:
+            return [v for k, v in entries.items() if k.startswith(lexeme)]
+        got = entries.get(lexeme)
+        return [got] if got is not None else []
+
+    def frequency(self, entries: dict[str, dict[int, str]]) -> float:
+        """FTS5's per-phrase frequency: Σ over its occurrences of the weight of their column."""
+        first_lex, _ = self.lex[0]
+        starts = self._at(entries, first_lex, len(self.lex) == 1)
+        total = 0.0
+        for positions in starts:
+            for pos, label in positions.items():
+                if self.label is not None and label != self.label:
+                    continue
+                ok = True
+                for i, (lexeme, offset) in enumerate(self.lex[1:], start=1):
+                    if not any(m.get(pos + offset) == label for m in self._at(entries, lexeme, i == len(self.lex) - 1)):
+                        ok = False
+                        break
+                if ok:
+                    total += self.weights.get(label, 1.0)
+        return total
+
+
+def keyword_rows(conn: Connection, *, fts: str, table: str, match: str, limit: int, where: Sequence[str],
+                 params: Sequence[Any], source: str, source_args: Sequence[Any], weights: Sequence[float],
+                 columns: str) -> list[Row]:
+    """`search.keyword.keyword_rows` on PostgreSQL (same arguments, same rows, same `rank`).
+
+    Three statements: the phrases' lexemes (cached per process); under the search budget, N, the
+    total length and every phrase's document frequency with the matching rows' positions of the
+    query's lexemes; and the `columns` of the best `limit` rows (by primary key)."""
+    tree = parse(match)
+    names = columns_of(conn, fts)
+    labels = {name: LABELS[i] for i, name in enumerate(names)}
+    weight_of = {LABELS[i]: float(w) for i, w in enumerate(weights)}
+    for i in range(len(names)):
+        weight_of.setdefault(LABELS[i], 1.0)
+    plist = phrases(tree)
+    lex = lexemes(conn, [p.text for p in plist])
+    query = tsquery(tree, lex, labels)
+    if query is None:
+        return []
+    terms = [_Term(p, lex[p.text], labels.get(p.column) if p.column else None, weight_of) for p in plist]
+    return _ranked_rows(conn, fts=fts, table=table, query=query, terms=terms, limit=limit, where=where,
+                        params=params, source=source, source_args=source_args, columns=columns)
+
+
+def _ranked_rows(conn: Connection, *, fts: str, table: str, query: str, terms: list[_Term], limit: int,
+                 where: Sequence[str], params: Sequence[Any], source: str, source_args: Sequence[Any],
+                 columns: str) -> list[Row]:
+    scored = [t for t in terms if t.weighted]
+    if scored and all(len(t.lex) == 1 and not t.prefix for t in scored):
+        return _sql_ranked(conn, fts=fts, table=table, query=query, scored=scored, limit=limit, where=where,
+                           params=params, source=source, source_args=source_args, columns=columns)
+    counts = "".join(f", (SELECT count(*) FROM {fts} WHERE doc @@ ?::tsquery) AS h{i}" for i in range(len(scored)))
+    matching = " AND ".join(f"({c})" for c in ["f.doc @@ ?::tsquery", *where])
+    # One statement: the statistics (a one-row CTE) joined to the matching rows' positions of the
+    # query's lexemes (or, with only zero-weight phrases, to the matching rows alone).
+    if scored:
+        hits = (f"SELECT d.seq AS vp_seq, d.id AS vp_id, f.len AS vp_len, u.lexeme AS vp_lexeme, "
+                f"u.positions AS vp_positions, u.weights AS vp_weights "
+                f"FROM {fts} f JOIN {source} d ON d.seq = f.seq CROSS JOIN LATERAL unnest(f.doc) AS u "
+                f"WHERE {matching} AND (u.lexeme = ANY(?::text[]) OR EXISTS (SELECT 1 FROM unnest(?::text[]) "
+                f"AS x(p) WHERE starts_with(u.lexeme, x.p)))")
+        wanted = sorted({lexeme for t in scored for lexeme, _ in t.lex})
+        prefixes = sorted({t.lex[-1][0] for t in scored if t.prefix})
+        hit_args: list[Any] = [*source_args, query, *params, wanted, prefixes]
+    else:  # only zero-weight phrases: every match scores 0, as in FTS5
+        hits = (f"SELECT d.seq AS vp_seq, d.id AS vp_id, f.len AS vp_len, NULL::text AS vp_lexeme, "
+                f"NULL::int2[] AS vp_positions, NULL::text[] AS vp_weights "
+                f"FROM {fts} f JOIN {source} d ON d.seq = f.seq WHERE {matching}")
+        hit_args = [*source_args, query, *params]
+    rows = budget.query(
+        conn,
+        f"WITH vp_stats AS MATERIALIZED (SELECT count(*) AS n, coalesce(sum(len), 0) AS total{counts} FROM {fts}) "
+        f"SELECT vp_stats.*, h.* FROM vp_stats LEFT JOIN LATERAL ({hits}) h ON TRUE",
+        [*(_phrase_tsquery(Phrase("", None, t.prefix), t.lex, t.label) for t in scored), *hit_args])
+    if not rows:
+        return []
+    n, total = int(rows[0]["n"]), int(rows[0]["total"])
+    for i, term in enumerate(scored):
+        term.idf = idf(n, int(rows[0][f"h{i}"]))
+    docs: dict[int, tuple[Any, int, dict[str, dict[int, str]]]] = {}
+    for r in rows:
+        if r["vp_seq"] is None:
+            continue
+        entry = docs.setdefault(r["vp_seq"], (r["vp_id"], int(r["vp_len"]), {}))
+        if r["vp_lexeme"] is not None:
+            entry[2][r["vp_lexeme"]] = dict(zip(r["vp_positions"] or (), r["vp_weights"] or (), strict=False))
+    avgdl = (total / n) if n else 1.0
+    ranked: list[tuple[float, Any, int]] = []
+    for seq, (ident, length, entries) in docs.items():
+        score = 0.0
+        norm = K1 * (1 - B + B * length / avgdl) if avgdl else K1
+        for term in scored:
+            freq = term.frequency(entries)
+            if freq:
+                score += term.idf * (freq * (K1 + 1.0)) / (freq + norm)
+        ranked.append((-score, ident, seq))
+    ranked.sort(key=lambda item: (item[0], item[1]))
+    top = ranked[:max(0, limit)]
+    if not top:
+        return []
+    if budget.timed_out():
+        return []
+    full = {r["vp_key"]: r for r in conn.query(
+        f"SELECT {columns}, d.seq AS vp_key FROM {table} d WHERE d.seq = ANY(?::bigint[])", [[s for _, _, s in top]])}
+    out = []
+    for rank, _, seq in top:
+        row = full.get(seq)
+        if row is None:
+            continue
+        row = dict(row)
+        row.pop("vp_key", None)
+        row["rank"] = rank
+        out.append(row)
+    return out
+
+
+def _sql_ranked(conn: Connection, *, fts: str, table: str, query: str, scored: list[_Term], limit: int,
+                where: Sequence[str], params: Sequence[Any], source: str, source_args: Sequence[Any],
+                columns: str) -> list[Row]:
+    """Every phrase one word (most questions): the same BM25 computed by the server, which returns only
+    the best `limit` rows, in one statement. Phrases and prefixes need positions: `_ranked_rows`."""
+    weights = scored[0].weights
+    used = sorted(weights)  # the labels the table's columns have
+    # A word's weighted frequency: Σ over labels of the column weight × its positions with that label.
+    every = " + ".join(f"{float(weights[label])!r} * cardinality(array_positions(u.weights, '{label}'))"
+                       for label in used)
+    weight_of = " ".join(f"WHEN '{label}' THEN {float(weights[label])!r}" for label in used)
+    freq_sql = (f"CASE WHEN t.label IS NULL THEN {every} ELSE (CASE t.label {weight_of} ELSE 1.0 END) "
+                "* cardinality(array_positions(u.weights, t.label)) END")
+    counts = ", ".join(f"(SELECT count(*) FROM {fts} WHERE doc @@ ?::tsquery)" for _ in scored)
+    matching = " AND ".join(f"({c})" for c in ["f.doc @@ ?::tsquery", *where])
+    sql = (
+        f"WITH vp_stats AS MATERIALIZED (SELECT count(*)::float8 AS n, coalesce(sum(len), 0)::float8 AS total, "
+        f"ARRAY[{counts}]::float8[] AS dfs FROM {fts}), "
+        "vp_terms AS MATERIALIZED (SELECT t.lexeme, t.label, CASE WHEN l.x > 0 THEN l.x ELSE 1e-6 END AS idf "
+        "FROM unnest(?::text[], ?::text[]) WITH ORDINALITY AS t(lexeme, label, i) CROSS JOIN vp_stats s "
+        "CROSS JOIN LATERAL (SELECT ln((s.n - s.dfs[t.i] + 0.5) / (s.dfs[t.i] + 0.5)) AS x) AS l), "
+        f"vp_match AS (SELECT d.seq, d.id, f.len, f.doc FROM {fts} f JOIN {source} d ON d.seq = f.seq "
+        f"WHERE {matching}), "
+        "vp_scored AS (SELECT m.seq, coalesce(sum(x.idf * (x.freq * (?::float8 + 1.0)) / (x.freq + ?::float8 * "
+        "(1 - ?::float8 + ?::float8 * m.len / nullif(s.total / nullif(s.n, 0), 0)))), 0) AS score "
+        "FROM vp_match m CROSS JOIN vp_stats s LEFT JOIN LATERAL (SELECT t.idf, "
+        f"({freq_sql})::float8 AS freq "
+        "FROM unnest(m.doc) AS u JOIN vp_terms t ON t.lexeme = u.lexeme) AS x ON x.freq > 0 GROUP BY m.seq) "
+        f"SELECT {columns}, -sc.score AS vp_rank FROM vp_scored sc JOIN {table} d ON d.seq = sc.seq "
+        "ORDER BY vp_rank, d.id LIMIT ?"
+    )
+    args = [*(_phrase_tsquery(Phrase("", None, False), t.lex, t.label) for t in scored),
+            [t.lex[0][0] for t in scored], [t.label for t in scored],
+            *source_args, query, *params, K1, K1, B, B, int(limit)]
+    out = []
+    for row in budget.query(conn, sql, args):
+        row = dict(row)
+        row["rank"] = float(row.pop("vp_rank"))
+        out.append(row)
+    return out
+
+
+# ---- trigram (components): substring matches, BM25 over trigram counts
+
+def _occurrences(text: str, needle: str) -> int:
+    count, start = 0, text.find(needle)
+    while start >= 0:
+        count += 1
+        start = text.find(needle, start + 1)
+    return count
+
+
+def _trigram_sql(node: Node, cols: Sequence[str], args: list[Any]) -> str:
+    if node.op == "phrase":
+        needle = node.phrase.text.casefold()  # type: ignore[union-attr]
+        if len(needle) < 3:
+            return "FALSE"  # no trigram: FTS5's trigram tokenizer matches nothing
+        tests = []
+        for col in cols:
+            tests.append(f"strpos(lower(coalesce(d.{col}, '')), ?) > 0")
+            args.append(needle)
+        return "(" + " OR ".join(tests) + ")"
+    joiner = " AND " if node.op == "and" else " OR "
+    return "(" + joiner.join(_trigram_sql(child, cols, args) for child in node.children) + ")"
+
+
+def trigram_rows(conn: Connection, *, table: str, text_columns: Sequence[str], match: str, limit: int,
+                 where: Sequence[str], params: Sequence[Any], weights: Sequence[float], columns: str) -> list[Row]:
+    """Substring search over `text_columns` of `table`, ranked by BM25 over trigrams like FTS5's `trigram`."""
+    tree = parse(match)
+    args: list[Any] = []
+    cond = _trigram_sql(tree, text_columns, args)
+    lengths = " + ".join(f"greatest(length(coalesce({c}, '')) - 2, 0)" for c in text_columns)
+    stats = budget.query(conn, f"SELECT count(*) AS n, coalesce(sum({lengths}), 0) AS total FROM {table}")
+    if not stats:
+        return []
+    n, total = int(stats[0]["n"]), int(stats[0]["total"])
+    plist = [p for p in phrases(tree) if len(p.text) >= 3]
+    hits = []
+    for p in plist:
+        a: list[Any] = []
+        sql = _trigram_sql(Node("phrase", phrase=p), text_columns, a).replace("d.", "")
+        hits.append((sql, a))
+    found = budget.query(conn, "SELECT " + ", ".join(f"(SELECT count(*) FROM {table} WHERE {sql}) AS h{i}"
+                                                     for i, (sql, _) in enumerate(hits)),
+                         [x for _, a in hits for x in a]) if hits else [{}]
+    if not found:
+        return []
+    idfs = [idf(n, int(found[0][f"h{i}"])) for i in range(len(hits))]
+    rows = budget.query(conn, f"SELECT {columns}, d.seq AS vp_key FROM {table} d WHERE {cond}"
+                        + "".join(f" AND ({c})" for c in where), [*args, *params])
+    avgdl = (total / n) if n else 1.0
+    ranked = []
+    for row in rows:
+        texts = [str(row.get(c) or "").casefold() for c in text_columns]
+        length = sum(max(len(t) - 2, 0) for t in texts)
+        norm = K1 * (1 - B + B * length / avgdl) if avgdl else K1
+        score = 0.0
+        for p, weight_idf in zip(plist, idfs, strict=True):
+            needle = p.text.casefold()
+            freq = sum((weights[i] if i < len(weights) else 1.0) * _occurrences(t, needle)
+                       for i, t in enumerate(texts))
+            if freq:
+                score += weight_idf * (freq * (K1 + 1.0)) / (freq + norm)
+        row = dict(row)
+        row.pop("vp_key", None)
+        row["rank"] = -score
+        ranked.append(row)
+    ranked.sort(key=lambda r: (r["rank"], r["id"]))
+    return ranked[:limit]

@@ -1,0 +1,103 @@
+"""Vectors on PostgreSQL: a pgvector table per embedded table, with an HNSW index on cosine distance.
+
+The counterpart of the vec0 tables (search/vectors.py calls these when `conn.backend` is
+"postgres"): `<name>(seq BIGINT PRIMARY KEY, <metadata columns>, embedding vector(n))`, created on
+the first embedding like vec0's, with the VecTable's `pg_triggers` (plpgsql functions named like
+the triggers they back, so dropping a function drops its trigger). HNSW replaces the sign-bit first
+pass of search/ann.py: a KNN query sets `hnsw.ef_search` to at least k (so k results can come back)
+and `hnsw.iterative_scan = strict_order` (filters inside the KNN still yield k rows, nearest first).
+pgvector indexes at most HNSW_MAX_DIMS dimensions; a larger model is searched exactly (a scan).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..db import Connection
+
+HNSW_MAX_DIMS = 2000
+EF_SEARCH_MAX = 1000  # pgvector's bound; a larger k is answered by an exact scan
+_LOCK = 0x5650_5645  # "VPVE": one process creates a vector table at a time
+
+
+def literal(vector: Sequence[float]) -> str:
+    """pgvector's text form of a float32 vector."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def table_exists(conn: Connection, name: str) -> bool:
+    return bool(conn.scalar("SELECT to_regclass(?) IS NOT NULL", [name]))
+
+
+def columns_ddl(sqlite_ddl: str) -> str:
+    """vec0 column declarations in PostgreSQL types (no PARTITION KEY; INTEGER is BIGINT)."""
+    ddl = re.sub(r"\s+PARTITION\s+KEY\b", "", sqlite_ddl, flags=re.IGNORECASE)
+    return re.sub(r"\bINTEGER\b", "BIGINT", ddl, flags=re.IGNORECASE)
+
+
+def create(conn: Connection, table: Any, dimensions: int) -> None:
+    conn.execute(f"SELECT pg_advisory_xact_lock({_LOCK})")
+    if table_exists(conn, table.name):
+        return
+    conn.execute(f"CREATE TABLE {table.name} (seq BIGINT PRIMARY KEY, {columns_ddl(table.columns_ddl)}, "
+                 f"embedding vector({int(dimensions)}) NOT NULL)")
+    if dimensions <= HNSW_MAX_DIMS:
+        conn.execute(f"CREATE INDEX {table.name}_hnsw ON {table.name} USING hnsw (embedding vector_cosine_ops)")
+    for ddl in table.pg_triggers.values():
+        conn.script(ddl)
+
+
+def drop(conn: Connection, table: Any) -> None:
+    for name in table.pg_triggers:
+        conn.execute(f"DROP FUNCTION IF EXISTS {name}() CASCADE")
+    conn.execute(f"DROP TABLE IF EXISTS {table.name}")
+
+
+def replace(conn: Connection, table: Any, rows: Sequence[tuple[int, Sequence[object], Sequence[float]]]) -> None:
+    names = ", ".join(table.columns)
+    marks = ", ".join("?" for _ in table.columns)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in [*table.columns, "embedding"])
+    conn.executemany(
+        f"INSERT INTO {table.name} (seq, {names}, embedding) VALUES (?, {marks}, ?::vector) "
+        f"ON CONFLICT (seq) DO UPDATE SET {updates}",
+        [(seq, *values, literal(vec)) for seq, values, vec in rows],
+    )
+
+
+def _settings(conn: Connection, k: int, filtered: bool) -> None:
+    if k > EF_SEARCH_MAX:
+        conn.execute("SET LOCAL enable_indexscan = off")  # exact: HNSW cannot return more than ef_search rows
+        return
+    conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, int(k))}")
+    if filtered:
+        conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+
+
+def nearest(conn: Connection, table: Any, vector: Sequence[float], *, k: int, clauses: Sequence[str],
+            params: Sequence[object]) -> list[tuple[object, object]]:
+    """(seq, cosine distance) rows, nearest first; the settings live in a savepoint rolled back after."""
+    where = f"WHERE {' AND '.join(f'({c})' for c in clauses)}" if clauses else ""
+    text = literal(vector)
+    in_tx = bool(getattr(conn, "in_tx", None))
+    if in_tx:
+        conn.execute("SAVEPOINT vp_knn")
+    try:
+        if in_tx:
+            _settings(conn, k, bool(clauses))
+        rows = conn.rows(
+            f"SELECT seq, embedding <=> ?::vector AS distance FROM {table.name} {where} "
+            f"ORDER BY embedding <=> ?::vector LIMIT ?", [text, *params, text, int(k)])
+    finally:
+        if in_tx:
+            conn.execute("ROLLBACK TO SAVEPOINT vp_knn")  # the SET LOCALs end here
+            conn.execute("RELEASE SAVEPOINT vp_knn")
+    return rows
+
+
+def rescore(conn: Connection, table: Any, vector: Sequence[float], seqs: Sequence[int], *,
+            clauses: Sequence[str], params: Sequence[object]) -> list[tuple[object, object]]:
+    where = " AND ".join(["seq = ANY(?::bigint[])", *clauses])
+    return conn.rows(f"SELECT seq, embedding <=> ?::vector FROM {table.name} WHERE {where}",
+                     [literal(vector), list(seqs), *params])
