@@ -7,6 +7,8 @@ from support.records_helpers import HOSTILE_QUERIES, insert_memory, page_all
 
 from vantage_peers.search.doctrine import VP_SOURCES_DOCTRINE
 
+pytestmark = pytest.mark.backends
+
 DOCTRINE_1 = (
     "**VP-Sources doctrine**: MUST be called before any factual claim about fleet state, audits, dette tooling, "
     "mission/task/client status, incident history, doctrine references."

@@ -8,7 +8,10 @@ import io
 import json
 import tarfile
 
+import pytest
 from support.bundle_helpers import db_fingerprint
+
+pytestmark = pytest.mark.backends
 
 NS = "project/foo"
 

@@ -9,6 +9,8 @@ from support.records_helpers import HOSTILE_QUERIES, call, error, page_all
 
 from vantage_peers.domains.components import store
 
+pytestmark = pytest.mark.backends
+
 AGENT = {"name": "dev-convex-expert", "type": "agent", "team": "development", "createdBy": "carol"}
 
 
@@ -147,9 +149,12 @@ def test_search_components_substring_by_name_or_team(tools):
 
 
 @pytest.mark.parametrize("query", [*HOSTILE_QUERIES, "%", "_", "\\", "100%_\\x"])
-def test_search_components_hostile(tools, query):
+def test_search_components_hostile(tools, backend, query):
     reg(tools, name='we"ird(((name NEAR( col:x* 🙂', content="x")
     if not query.strip():
+        assert "INVALID_ARGUMENT" in error(tools, "search_components", {"query": query})
+        return
+    if "\x00" in query and backend == "postgres":  # PostgreSQL text cannot hold NUL: refused, coded
         assert "INVALID_ARGUMENT" in error(tools, "search_components", {"query": query})
         return
     items = call(tools, "search_components", {"query": query})["items"]
@@ -187,4 +192,5 @@ def test_register_is_one_transaction(db, monkeypatch):
         db.write(lambda c: store.register(c, name="h", type_="hook", content="x", created_by="x", team=None,
                                           version=None, project=None))
     assert db.read(lambda c: c.scalar("SELECT count(*) FROM components")) == 0
-    assert db.read(lambda c: c.scalar("SELECT count(*) FROM components_fts WHERE components_fts MATCH 'h'")) in (0, None)
+    if db.backend == "sqlite":  # the FTS index is written in the same transaction
+        assert db.read(lambda c: c.scalar("SELECT count(*) FROM components_fts WHERE components_fts MATCH 'h'")) in (0, None)

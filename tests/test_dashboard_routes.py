@@ -10,6 +10,8 @@ import pytest
 from support.dashboard_helpers import LOCAL, csrf_of, local_client, post
 from support.migration_helpers import older_file
 
+pytestmark = pytest.mark.backends
+
 XSS = "<script>alert('x')</script>"
 
 

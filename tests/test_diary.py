@@ -9,6 +9,8 @@ from support.records_helpers import call, error, page_all
 from vantage_peers.domains.diary import store
 from vantage_peers.server import create_app
 
+pytestmark = pytest.mark.backends
+
 
 def test_write_is_an_upsert_keyed_by_orchestrator_and_date(tools):
     first = tools.call("write_diary", date="2026-05-29", orchestrator="sigma", content="v1", highlights=["a"])

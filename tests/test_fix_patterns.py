@@ -3,10 +3,13 @@ list paging and lite projection, every refusal, hostile input."""
 
 from __future__ import annotations
 
+import pytest
 from support.fix_patterns_helpers import PATTERN, attempt, create
 from support.records_helpers import HOSTILE_QUERIES
 
 from vantage_peers.domains.fix_patterns import store
+
+pytestmark = pytest.mark.backends
 
 LITE = {"_id", "_creationTime", "symptom", "severity", "sourceProject", "validated"}
 

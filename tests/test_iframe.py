@@ -8,6 +8,8 @@ from support.migration_helpers import older_file
 from vantage_peers.domains.iframe import store
 from vantage_peers.ids import now_ms
 
+pytestmark = pytest.mark.backends
+
 SID = "550e8400-e29b-41d4-a716-446655440000"
 
 

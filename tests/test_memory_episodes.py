@@ -6,6 +6,8 @@ import pytest
 
 from vantage_peers.domains.memory.models import SEVERITIES
 
+pytestmark = pytest.mark.backends
+
 FIELDS = {"context": "Deploying frontend component", "goal": "Fix broken layout on mobile",
           "action": "Delegated to dev-frontend with exact file:line brief",
           "outcome": "Fixed in one pass, no revisions needed",

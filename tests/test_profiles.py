@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from conftest import make_settings, open_tools
 
 from vantage_peers.server import create_app
+
+pytestmark = pytest.mark.backends
 
 
 def test_update_profile_partial_and_get(tools):

@@ -9,6 +9,7 @@ here, once per distinct statement (cached), so a domain store never branches on 
 - SQLite's planner hints (`INDEXED BY`) are dropped;
 - `INSERT OR IGNORE` becomes `INSERT … ON CONFLICT DO NOTHING`;
 - scalar `max(a, b)` / `min(a, b)` become `greatest` / `least`; `instr` becomes `strpos`;
+  `char(a, b…)` becomes `chr(a) || chr(b)…`;
   `a IS ?` becomes `a IS NOT DISTINCT FROM %s`;
 - the JSON text functions (`json_each`, `json_group_array`, `json_insert(x, '$[#]', v)`,
   `json_array_length`) become their `json`/`jsonb` equivalents on the same TEXT columns.
@@ -49,6 +50,16 @@ def _split_literals(sql: str) -> list[tuple[bool, str]]:
     return parts
 
 
+def _literal_spans(sql: str) -> list[tuple[int, int]]:
+    """[start, end) of every single-quoted literal."""
+    spans, at = [], 0
+    for lit, piece in _split_literals(sql):
+        if lit:
+            spans.append((at, at + len(piece)))
+        at += len(piece)
+    return spans
+
+
 def _call_args(text: str, open_at: int) -> tuple[list[str], int]:
     """The top-level comma-separated arguments of the call whose '(' is at `open_at`, and the index after ')'."""
     depth, args, cur, i, quote = 0, [], [], open_at, False
@@ -83,17 +94,21 @@ def _call_args(text: str, open_at: int) -> tuple[list[str], int]:
 def _rewrite_calls(sql: str, name: str, rewrite) -> str:
     """Replace every call `name(...)` (case-insensitive) by `rewrite(args, rest_after_call) -> (new, consumed)`."""
     pattern = re.compile(rf"\b{name}\s*\(", re.IGNORECASE)
-    out, pos = [], 0
+    out, pos, search_at = [], 0, 0
+    literals = _literal_spans(sql)
     while True:
-        m = pattern.search(sql, pos)
+        m = pattern.search(sql, search_at)
         if m is None:
             out.append(sql[pos:])
             return "".join(out)
+        if any(a <= m.start() < b for a, b in literals):  # 'max(1, 2)' inside a string literal is data
+            search_at = m.end()
+            continue
         args, end = _call_args(sql, m.end() - 1)
         new, consumed = rewrite(args, sql[end:])
         out.append(sql[pos:m.start()])
         out.append(new)
-        pos = end + consumed
+        pos = search_at = end + consumed
 
 
 def _json_each(args: list[str], rest: str) -> tuple[str, int]:
@@ -142,6 +157,7 @@ def to_postgres(sql: str) -> tuple[str, bool]:
     text = _rewrite_calls(text, "json_array_length", lambda a, r: (f"json_array_length(({a[0]})::json)", 0))
     text = _rewrite_calls(text, "json_group_array",
                           lambda a, r: (f"coalesce(json_agg({a[0]}), '[]'::json)::text", 0))
+    text = _rewrite_calls(text, "char", lambda a, r: ("(" + " || ".join(f"chr({x})" for x in a) + ")", 0))
     text = _rewrite_calls(text, "max", lambda a, r: ((f"greatest({', '.join(a)})" if len(a) > 1
                                                        else f"max({a[0]})"), 0))
     text = _rewrite_calls(text, "min", lambda a, r: ((f"least({', '.join(a)})" if len(a) > 1

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from typing import Any, TypeVar
 
-from ..errors import VantageError
+from ..errors import InvalidArgument, VantageError
 from . import busy
 from .busy import CallScope
 from .dialect import identifiers, to_postgres
@@ -70,6 +70,24 @@ def schema_text() -> str:
     return resources.files("vantage_peers.db").joinpath("pg", "schema.sql").read_text(encoding="utf-8")
 
 
+NUL_MESSAGE = ("a text argument holds a NUL character (\\x00), which PostgreSQL cannot store; "
+               "remove it and call again")
+
+
+@contextlib.contextmanager
+def _nul_refused() -> Iterator[None]:
+    """PostgreSQL refuses U+0000 in TEXT (SQLite stores it): the agent gets INVALID_ARGUMENT, not a crash.
+    psycopg refuses it client-side (DataError); the call's transaction is rolled back like any refusal."""
+    try:
+        yield
+    except pg_errors.UntranslatableCharacter as exc:  # '\u0000' in a ::jsonb cast
+        raise InvalidArgument(NUL_MESSAGE) from exc
+    except psycopg.DataError as exc:
+        if "NUL" not in str(exc) and "0x00" not in str(exc):
+            raise
+        raise InvalidArgument(NUL_MESSAGE) from exc
+
+
 def _plain(value: Any) -> Any:
     """Values as SQLite would give them: numbers not Decimal, booleans as 0/1, bytes not memoryview."""
     if isinstance(value, bool):
@@ -102,7 +120,8 @@ class PgConnection:
         elif isinstance(params, dict) and params:
             raise ValueError("named :parameters are not supported on PostgreSQL; use ? or ?N")
         cur = self.raw.cursor()
-        cur.execute(text, params if isinstance(params, dict) else tuple(params))
+        with _nul_refused():
+            cur.execute(text, params if isinstance(params, dict) else tuple(params))
         return cur
 
     def _names(self, sql: str, cur: Any) -> list[str]:
@@ -148,7 +167,8 @@ class PgConnection:
         text, numbered = to_postgres(sql)
         batch = [{f"p{i + 1}": v for i, v in enumerate(p)} for p in seq] if numbered else [tuple(p) for p in seq]
         if batch:
-            self.raw.cursor().executemany(text, batch)
+            with _nul_refused():
+                self.raw.cursor().executemany(text, batch)
 
     def script(self, sql: str) -> None:
         """Several statements of PostgreSQL DDL (migrations), run as written."""
