@@ -3,7 +3,8 @@
 Stores write one SQL text for both backends. Most of it is already standard; what is not is rewritten
 here, once per distinct statement (cached), so a domain store never branches on the database:
 
-- placeholders: `?` and `?N` become psycopg's `%s` / `%(pN)s` (a literal `%` is doubled);
+- placeholders: `?` and `?N` become psycopg's `%s` / `%(pN)s` (a literal `%` is doubled; a bare `?`
+  among numbered ones is numbered as SQLite numbers it);
 - `LIKE` is case-insensitive for ASCII in SQLite: `ILIKE`; `COLLATE NOCASE` is dropped (those
   columns are CITEXT on PostgreSQL, see pg/schema.sql);
 - SQLite's planner hints (`INDEXED BY`) are dropped;
@@ -138,12 +139,21 @@ def _code(text: str) -> str:
     return text
 
 
-def _placeholders(text: str) -> tuple[str, bool]:
-    """`?N` -> %(pN)s, `?` -> %s, `%` -> `%%`; True when numbered placeholders were used."""
+def _placeholders(text: str, numbered: bool, last: int) -> tuple[str, int]:
+    """`?N` -> %(pN)s, `?` -> %s, `%` -> `%%`. In a statement that numbers some placeholders, a bare
+    `?` is numbered as SQLite does (one more than the largest so far) since psycopg cannot mix the two;
+    returns the text and the largest number used."""
     text = text.replace("%", "%%")
-    numbered = bool(re.search(r"\?\d", text))
-    text = re.sub(r"\?(\d+)", lambda m: f"%(p{m.group(1)})s", text)
-    return text.replace("?", "%s"), numbered
+    if not numbered:
+        return text.replace("?", "%s"), last
+
+    def number(m: re.Match[str]) -> str:
+        nonlocal last
+        n = int(m.group(1)) if m.group(1) else last + 1
+        last = max(last, n)
+        return f"%(p{n})s"
+
+    return re.sub(r"\?(\d*)", number, text), last
 
 
 @functools.lru_cache(maxsize=4096)
@@ -169,13 +179,14 @@ def to_postgres(sql: str) -> tuple[str, bool]:
             text = f"{text[:returning.start()]}ON CONFLICT DO NOTHING {text[returning.start():]}"
         else:
             text = f"{text.rstrip().rstrip(';')} ON CONFLICT DO NOTHING"
-    out, numbered = [], False
-    for lit, piece in _split_literals(text):
+    pieces = _split_literals(text)
+    numbered = any(not lit and re.search(r"\?\d", piece) for lit, piece in pieces)
+    out, last = [], 0
+    for lit, piece in pieces:
         if lit:
             out.append(piece.replace("%", "%%"))
         else:
-            converted, used = _placeholders(piece)
-            numbered = numbered or used
+            converted, last = _placeholders(piece, numbered, last)
             out.append(converted)
     return "".join(out), numbered
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...db import Connection
+from ...db.introspect import table_columns
 
 # fn(conn, task, issue_numbers, mapping_row) runs inside the completing transaction.
 IssueLinker = Callable[[Connection, dict[str, Any], list[int], dict[str, Any]], None]
@@ -32,7 +33,7 @@ def repo_mapping_for(conn: Connection, project: str | None) -> dict[str, Any] | 
     """The active repo mapping of `project`, when the GitHub domain's mapping table exists."""
     if not project:
         return None
-    columns = {r["name"] for r in conn.query(f"SELECT name FROM pragma_table_info('{MAPPING_TABLE}')")}
+    columns = table_columns(conn, MAPPING_TABLE)
     if "project" not in columns:
         return None
     active = " AND coalesce(active, 1) != 0" if "active" in columns else ""
