@@ -71,7 +71,7 @@ def next_fence(conn: Connection, kind: str, scope: str, key: str) -> int:
     """The next fencing token of (kind, scope, key): +1 per grant, in the granting transaction."""
     return int(conn.scalar(
         "INSERT INTO leaseFences (kind, scope, key, token) VALUES (?, ?, ?, 1) "
-        "ON CONFLICT (kind, scope, key) DO UPDATE SET token = token + 1 RETURNING token", (kind, scope, key)))
+        "ON CONFLICT (kind, scope, key) DO UPDATE SET token = leaseFences.token + 1 RETURNING token", (kind, scope, key)))
 
 
 def grant(conn: Connection, *, kind: str, scope: str, key: str, holder: str, instance: str | None,
