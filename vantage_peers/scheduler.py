@@ -86,7 +86,7 @@ def claim_job(conn: Connection, *, name: str, schedule: str, owner: str, now: in
     lease = f"job:{name}"
     taken = conn.one(
         "INSERT INTO leases (name, owner, expiresAt) "
-        "SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM schedulerJobs WHERE name = ?4 AND (?5 OR nextRunAt <= ?6)) "
+        "SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM schedulerJobs WHERE name = ?4 AND (?5 = 1 OR nextRunAt <= ?6)) "
         "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expiresAt = excluded.expiresAt "
         "WHERE leases.owner = excluded.owner OR leases.expiresAt <= ?6 RETURNING owner",
         (lease, owner, now + ttl_ms, name, 1 if force else 0, now),

@@ -10,7 +10,8 @@ here, once per distinct statement (cached), so a domain store never branches on 
 - SQLite's planner hints (`INDEXED BY`) are dropped;
 - `INSERT OR IGNORE` becomes `INSERT … ON CONFLICT DO NOTHING`;
 - scalar `max(a, b)` / `min(a, b)` become `greatest` / `least`; `instr` becomes `strpos`;
-  `char(a, b…)` becomes `chr(a) || chr(b)…`;
+  `char(a, b…)` becomes `chr(a) || chr(b)…`; `CAST(x AS INTEGER)` is `AS BIGINT` (SQLite's integers are
+  64-bit, PostgreSQL's INTEGER 32: the schema's INTEGER columns are BIGINT too);
   `a IS ?` becomes `a IS NOT DISTINCT FROM %s`;
 - the JSON text functions (`json_each`, `json_group_array`, `json_insert(x, '$[#]', v)`,
   `json_array_length`) become their `json`/`jsonb` equivalents on the same TEXT columns.
@@ -136,6 +137,7 @@ def _code(text: str) -> str:
     text = re.sub(r"\bIS\s+NOT\s+\?", "IS DISTINCT FROM ?", text, flags=re.IGNORECASE)
     text = re.sub(r"\bIS\s+\?", "IS NOT DISTINCT FROM ?", text, flags=re.IGNORECASE)
     text = re.sub(r"\binstr\s*\(", "strpos(", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bAS\s+INTEGER\s*\)", "AS BIGINT)", text, flags=re.IGNORECASE)
     return text
 
 
