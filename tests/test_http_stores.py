@@ -203,3 +203,32 @@ def test_cimd_upsert_refreshes_a_document_client_but_never_a_revoked_or_register
     Doc.client_name = "Back again"
     db.write(lambda c: upsert_cimd_client(c, Doc, now=now_ms()))
     assert db.read(lambda c: store.get_client(c, Doc.client_id)) is None  # a revocation sticks
+
+
+def test_token_cli_manages_clients_and_profiles_on_the_configured_database(settings, db, monkeypatch, capsys):
+    """`vantage-peers token …` in-process, on whichever database the environment names."""
+    from vantage_peers.cli import main
+
+    monkeypatch.setenv("VP_DB_PATH", str(settings.db_path))
+    if settings.database_url:
+        monkeypatch.setenv("VP_DATABASE_URL", settings.database_url)
+    else:
+        monkeypatch.delenv("VP_DATABASE_URL", raising=False)
+
+    def run(*args: str):
+        assert main(["token", *args]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    assert set(run("profile", "seed")["seeded"]) == {p.profile_id for p in profiles.DEFAULT_PROFILES}
+    run("profile", "set", "cedar-agent", "--from", "cedar", "--read", "project/cedar/", "--write", "project/cedar/")
+    assert run("profile", "show", "cedar-agent")["namespaceReadPrefixes"] == ["project/cedar/"]
+    created = [run("create", "--name", f"bot {i}", "--profile", "cedar-agent", "--grant", "client_credentials")
+               for i in range(3)]
+    assert [c["clientId"] for c in run("list")] == [c["client_id"] for c in created]
+    assert db.read(lambda c: store.get_client(c, created[0]["client_id"]))["clientSecretHash"] == \
+        digest(created[0]["client_secret"])
+    run("set-profile", created[1]["client_id"], profiles.PUBLIC_READONLY)
+    assert run("revoke", created[0]["client_id"])["revokedClient"] is True
+    listed = run("list")
+    assert [(c["clientId"], c["scopeProfile"]) for c in listed] == [(created[1]["client_id"], profiles.PUBLIC_READONLY),
+                                                                     (created[2]["client_id"], "cedar-agent")]
