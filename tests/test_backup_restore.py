@@ -211,3 +211,20 @@ def test_restore_into_a_new_path(env, tmp_path, capsys, monkeypatch):
     report = json.loads(capsys.readouterr().out)
     assert report["previous"] is None and report["integrity"] == "ok"
     assert _contents(fresh) == {"carried over"}
+
+
+@pytest.mark.parametrize("verb", ["backup", "restore"])
+def test_backup_and_restore_refuse_on_postgresql_and_name_pg_dump(env, tmp_path, capsys, monkeypatch, verb):
+    """They copy the SQLite file: on PostgreSQL they refuse before touching anything, pointing to pg_dump."""
+    _db(env).close()
+    before = env.read_bytes()
+    target = tmp_path / "copy.db"
+    if verb == "restore":
+        assert main(["backup", str(target)]) == 0
+        capsys.readouterr()
+    monkeypatch.setenv("VP_DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")
+    assert main([verb, str(target)]) == 2
+    err = capsys.readouterr().err
+    assert "UNSUPPORTED_BACKEND" in err and "PostgreSQL" in err and "pg_dump" in err and "migrate-db" in err
+    assert env.read_bytes() == before  # the SQLite file next to it is left alone
+    assert target.exists() == (verb == "restore")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from support.records_helpers import HOSTILE_QUERIES, insert_memory, page_all
+from support.records_helpers import HOSTILE_QUERIES, insert_memory, page_all, search_hostile
 
 from vantage_peers.search.doctrine import VP_SOURCES_DOCTRINE
 
-pytestmark = pytest.mark.backends  # each test runs on SQLite and on PostgreSQL (#25)
+pytestmark = pytest.mark.backends
 
 DOCTRINE_1 = (
     "**VP-Sources doctrine**: MUST be called before any factual claim about fleet state, audits, dette tooling, "
@@ -120,13 +120,13 @@ def test_keyword_search_with_topic_filter_and_scores(tools):
 
 
 @pytest.mark.parametrize("query", HOSTILE_QUERIES)
-def test_hostile_search_queries_never_crash(tools, query):
+def test_hostile_search_queries_never_crash(tools, backend, query):
     note(tools, content='weird "quotes" AND (((parens NEAR( col:x* 🙂🚀')
-    result = tools.call("search_briefing_notes_by_keyword", query=query) if query.strip() else None
-    if result is not None:
-        assert isinstance(result["items"], list)
-    else:
+    if not query.strip():
         assert "INVALID_ARGUMENT" in tools.error("search_briefing_notes_by_keyword", query=query)
+        return
+    result = search_hostile(tools, backend, "search_briefing_notes_by_keyword", query=query)
+    assert result is None or isinstance(result["items"], list)
 
 
 def test_hostile_search_matches_literally(tools):

@@ -21,6 +21,8 @@ from support.bundle_helpers import (
 
 from vantage_peers.domains.bundles.format import Limits, read_bundle
 
+pytestmark = pytest.mark.backends
+
 
 def good_members() -> dict[str, bytes]:
     return {"memories.jsonl": jsonl([memory(i) for i in range(3)]), "briefings.jsonl": b"", "tasks.jsonl": b""}

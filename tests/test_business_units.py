@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from support.records_helpers import call, error, page_all
 
+pytestmark = pytest.mark.backends
+
 BU = {"name": "VantagePeers", "description": "Shared memory for agents", "purpose": "Coordinate fleets",
       "orchestratorId": "sigma"}
 

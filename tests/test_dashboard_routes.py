@@ -10,6 +10,8 @@ import pytest
 from support.dashboard_helpers import LOCAL, csrf_of, local_client, post
 from support.migration_helpers import older_file
 
+pytestmark = pytest.mark.backends
+
 XSS = "<script>alert('x')</script>"
 
 
@@ -390,3 +392,28 @@ def test_messages_show_acknowledgements_and_dead_letters(dash, tools, app):
     detail = dash.get(f"/messages/{acked['messageId']}").text
     assert "on it" in detail
     assert "Unacknowledged" in dash.get(f"/messages/{waiting['messageId']}").text
+
+
+def test_live_hub_hears_a_commit_made_through_another_database_handle(app, settings):
+    """The stream's Hub: PRAGMA data_version on SQLite, LISTEN/NOTIFY on PostgreSQL; a write through a
+    second handle (standing for another process) bumps the version, a quiet database does not."""
+    import asyncio
+
+    from vantage_peers.dashboard.live import Hub
+    from vantage_peers.db import open_database
+
+    other = open_database(settings)
+    hub = Hub(app.db, interval=0.02)
+
+    async def run() -> tuple[int, int]:
+        quiet = await hub.next_change(0, 0.3)
+        await asyncio.to_thread(other.write, lambda c: c.execute(
+            "INSERT INTO meta (key, value) VALUES ('live-test', 'x')"))
+        return quiet, await hub.next_change(quiet, 20)
+
+    try:
+        quiet, changed = asyncio.run(run())
+    finally:
+        hub.close()
+        other.close()
+    assert quiet == 0 and changed >= 1

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from conftest import make_settings, open_tools
+from conftest import open_tools
 from support.records_helpers import call, error, page_all
 
 from vantage_peers.domains.diary import store
 from vantage_peers.server import create_app
+
+pytestmark = pytest.mark.backends
 
 
 def test_write_is_an_upsert_keyed_by_orchestrator_and_date(tools):
@@ -80,8 +82,8 @@ def test_delete_diary_owner_or_system_only(tools):
     assert tools.call("get_diary", date="2026-05-29", orchestrator="sigma") is None
 
 
-def test_identity_defaults_to_vp_orchestrator(tmp_path):
-    app = create_app(make_settings(tmp_path / "vp.db", orchestrator="sigma", instance_id="sigma-01"))
+def test_identity_defaults_to_vp_orchestrator(settings):
+    app = create_app(settings.model_copy(update={"orchestrator": "sigma", "instance_id": "sigma-01"}))
     try:
         with open_tools(app) as tools:
             entry_id = tools.call("write_diary", date="2026-05-29", content="x")

@@ -10,12 +10,14 @@ from support.github_helpers import github_headers, issues_event, post, webhook_a
 
 from vantage_peers.domains.github import webhook
 
+pytestmark = pytest.mark.backends
+
 REPO = "acme/widgets"
 
 
 @pytest.fixture
-def served(db_path):
-    with webhook_app(db_path) as pair:
+def served(settings):
+    with webhook_app(settings) as pair:
         yield pair
 
 

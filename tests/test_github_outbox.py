@@ -15,6 +15,8 @@ from vantage_peers.ids import now_ms
 from vantage_peers.scheduler import Scheduler
 from vantage_peers.server import create_app
 
+pytestmark = pytest.mark.backends
+
 REPO = "myreeldream-ai/MyShortReel-beta"
 
 
@@ -26,9 +28,9 @@ def github():
 
 
 @pytest.fixture
-def gapp(db_path, github):
-    app = create_app(make_settings(db_path, github_token=TOKEN, github_api_url=github.url,
-                                   github_retry_seconds=0.05))
+def gapp(settings, github):
+    app = create_app(settings.model_copy(update={"github_token": TOKEN, "github_api_url": github.url,
+                                                 "github_retry_seconds": 0.05}))
     yield app
     app.db.close()
 
@@ -66,8 +68,8 @@ def test_flaky_github_still_gets_exactly_one_comment_each(gapp, github):
     assert sum(1 for m, p in github.requests if m == "GET" and p.endswith("/comments")) == 8
 
 
-def test_no_token_sends_nothing(db_path, github):
-    app = create_app(make_settings(db_path, github_token=None, github_api_url=github.url))
+def test_no_token_sends_nothing(settings, github):
+    app = create_app(settings.model_copy(update={"github_token": None, "github_api_url": github.url}))
     try:
         queue_comments(app, 2)
         out = Sender(app).run()
@@ -102,8 +104,8 @@ def test_rate_limit_headers_pause_every_sender(gapp, github):
     assert len(github.all_comments()) == 2
 
 
-def test_permanent_refusal_fails_the_row_with_the_reason(db_path, github):
-    app = create_app(make_settings(db_path, github_token="wrong-token", github_api_url=github.url))
+def test_permanent_refusal_fails_the_row_with_the_reason(settings, github):
+    app = create_app(settings.model_copy(update={"github_token": "wrong-token", "github_api_url": github.url}))
     try:
         queue_comments(app, 1)
         assert Sender(app).run()["failed"] == 1

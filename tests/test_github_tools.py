@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from support.migration_helpers import older_file
 
 from vantage_peers.domains.github import deployments, issues, mappings
 from vantage_peers.ids import now_ms
+
+pytestmark = pytest.mark.backends
 
 REPO = "myreeldream-ai/MyShortReel-beta"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import make_settings
 from support.github_helpers import (
     SECRET,
     RouteServer,
@@ -22,12 +21,14 @@ from support.github_helpers import (
 from vantage_peers.domains.github import webhook
 from vantage_peers.server import create_app
 
+pytestmark = pytest.mark.backends
+
 REPO = "myreeldream-ai/MyShortReel-beta"
 
 
 @pytest.fixture
-def served(db_path):
-    with webhook_app(db_path) as pair:
+def served(settings):
+    with webhook_app(settings) as pair:
         yield pair
 
 
@@ -90,8 +91,8 @@ def test_bad_missing_or_foreign_signature_is_401_and_writes_nothing(served):
     assert counts(app) == before
 
 
-def test_without_a_configured_secret_every_delivery_is_refused(db_path):
-    app = create_app(make_settings(db_path, github_webhook_secret=None))
+def test_without_a_configured_secret_every_delivery_is_refused(settings):
+    app = create_app(settings.model_copy(update={"github_webhook_secret": None}))
     server = RouteServer(app)
     try:
         status, out = deliver(server.url, "issues", issues_event("opened", REPO, 5))

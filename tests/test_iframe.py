@@ -9,6 +9,8 @@ from vantage_peers.app import effective_hints
 from vantage_peers.domains.iframe import store
 from vantage_peers.ids import now_ms
 
+pytestmark = pytest.mark.backends
+
 SID = "550e8400-e29b-41d4-a716-446655440000"
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from vantage_peers.domains.improvisation.store import DAY_MS, is_flagged
 from vantage_peers.ids import now_ms
+
+pytestmark = pytest.mark.backends
 
 
 def msg(tools, sender, content):

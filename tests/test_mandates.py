@@ -7,6 +7,8 @@ from support.records_helpers import page_all
 
 from vantage_peers.domains.mandates import store
 
+pytestmark = pytest.mark.backends
+
 LIMITS = {"maxPerTransaction": 50_000, "maxPerPeriod": 200_000, "periodDays": 30}
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from support.tasks_helpers import call, error, mission, page_all, task
 
 from vantage_peers.domains.tasks.rules import MISSION_LITE
+
+pytestmark = pytest.mark.backends
 
 
 def get(tools, m):

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import time
 
-from conftest import make_settings, open_tools
+import pytest
+from conftest import open_tools
 
 from vantage_peers.server import create_app
+
+pytestmark = pytest.mark.backends
 
 
 def test_update_profile_partial_and_get(tools):
@@ -60,9 +63,9 @@ def test_set_summary_registers_presence_and_list_peers_orders(tools):
     assert tools.call("get_profile", orchestratorId="orch3")["summary"] == "newest"
 
 
-def test_identity_defaults_and_presence_refresh(db_path):
-    app = create_app(make_settings(db_path, orchestrator="tau", instance_id="tau-laptop",
-                                   presence_interval_seconds=0))
+def test_identity_defaults_and_presence_refresh(settings):
+    app = create_app(settings.model_copy(update={"orchestrator": "tau", "instance_id": "tau-laptop",
+                                                 "presence_interval_seconds": 0}))
     try:
         with open_tools(app) as tools:
             me = tools.call("whoami")

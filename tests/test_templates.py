@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from conftest import make_settings, open_tools
+import pytest
+from conftest import open_tools
 from support.tasks_helpers import call, error, mission, page_all
 
 from vantage_peers.server import create_app
+
+pytestmark = pytest.mark.backends
 
 V3 = ["Acknowledge", "KB Search", "Identify & Run Tests", "Write Missing Tests", "Fix", "Run ALL Tests",
       "Deploy Dev + Push", "Verification Preview", "Code Review"]
@@ -39,10 +42,10 @@ def test_documented_templates_are_seeded(tools):
     assert tpl(tools, "no-such-template") is None
 
 
-def test_seeding_is_idempotent_and_keeps_edits(app, tools, db_path):
+def test_seeding_is_idempotent_and_keeps_edits(app, tools, settings):
     call(tools, "update_mission_template", {"name": "repo-fix-v1", "steps": [{"title": "Only", "description": ""}],
                                             "createdBy": "system"})  # seeded templates: master/system only
-    again = create_app(make_settings(db_path))
+    again = create_app(settings)
     try:
         with open_tools(again) as t2:
             assert [s["title"] for s in tpl(t2, "repo-fix-v1")["steps"]] == ["Only"]

@@ -63,10 +63,27 @@ def memory(i: int, **over: Any) -> dict[str, Any]:
 def db_fingerprint(conn) -> str:
     """sha256 over every row of every ordinary table (the DB's logical content)."""
     digest = hashlib.sha256()
-    tables = [r[0] for r in conn.raw.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name")]
+    if conn.backend == "postgres":
+        tables = [r[0] for r in conn.rows(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+            "AND table_type = 'BASE TABLE' ORDER BY table_name")]
+    else:
+        tables = [r[0] for r in conn.rows(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name")]
     for table in tables:
         digest.update(table.encode())
-        for row in sorted(repr(r) for r in conn.raw.execute(f'SELECT * FROM "{table}"')):
+        for row in sorted(repr(r) for r in conn.rows(f'SELECT * FROM "{table}"')):
             digest.update(row.encode())
     return digest.hexdigest()
+
+
+def abort_inserts_of_task(conn, title: str) -> None:
+    """A trigger that makes inserting a task titled `title` fail: a transaction that breaks midway."""
+    if conn.backend == "postgres":
+        conn.script(
+            "CREATE FUNCTION fail_import() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            f"IF NEW.title = '{title}' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$; "
+            "CREATE TRIGGER fail_import BEFORE INSERT ON tasks FOR EACH ROW EXECUTE FUNCTION fail_import()")
+    else:
+        conn.script(f"CREATE TRIGGER fail_import BEFORE INSERT ON tasks WHEN new.title = '{title}' "
+                    "BEGIN SELECT RAISE(ABORT, 'boom'); END")

@@ -331,8 +331,9 @@ class RouteServer:
         self.sock.close()
 
 
-def webhook_app(db_path: Any):
-    """A context manager: an app with the webhook secret set and a RouteServer serving its routes."""
+def webhook_app(db: Any):
+    """A context manager: an app with the webhook secret set and a RouteServer serving its routes.
+    `db` is a database file path, or the test's Settings (either backend)."""
     import contextlib
 
     from conftest import make_settings
@@ -341,7 +342,8 @@ def webhook_app(db_path: Any):
 
     @contextlib.contextmanager
     def run():
-        app = create_app(make_settings(db_path, github_webhook_secret=SECRET, github_token=None))
+        base = db if hasattr(db, "model_copy") else make_settings(db)
+        app = create_app(base.model_copy(update={"github_webhook_secret": SECRET, "github_token": None}))
         server = RouteServer(app)
         try:
             yield app, server

@@ -3,12 +3,15 @@
 Stores write one SQL text for both backends. Most of it is already standard; what is not is rewritten
 here, once per distinct statement (cached), so a domain store never branches on the database:
 
-- placeholders: `?` and `?N` become psycopg's `%s` / `%(pN)s` (a literal `%` is doubled);
+- placeholders: `?` and `?N` become psycopg's `%s` / `%(pN)s` (a literal `%` is doubled; a bare `?`
+  among numbered ones is numbered as SQLite numbers it);
 - `LIKE` is case-insensitive for ASCII in SQLite: `ILIKE`; `COLLATE NOCASE` is dropped (those
   columns are CITEXT on PostgreSQL, see pg/schema.sql);
 - SQLite's planner hints (`INDEXED BY`) are dropped;
 - `INSERT OR IGNORE` becomes `INSERT … ON CONFLICT DO NOTHING`;
 - scalar `max(a, b)` / `min(a, b)` become `greatest` / `least`; `instr` becomes `strpos`;
+  `char(a, b…)` becomes `chr(a) || chr(b)…`; `CAST(x AS INTEGER)` is `AS BIGINT` (SQLite's integers are
+  64-bit, PostgreSQL's INTEGER 32: the schema's INTEGER columns are BIGINT too);
   `a IS ?` becomes `a IS NOT DISTINCT FROM %s`;
 - the JSON text functions (`json_each`, `json_group_array`, `json_insert(x, '$[#]', v)`,
   `json_array_length`) become their `json`/`jsonb` equivalents on the same TEXT columns.
@@ -49,6 +52,16 @@ def _split_literals(sql: str) -> list[tuple[bool, str]]:
     return parts
 
 
+def _literal_spans(sql: str) -> list[tuple[int, int]]:
+    """[start, end) of every single-quoted literal."""
+    spans, at = [], 0
+    for lit, piece in _split_literals(sql):
+        if lit:
+            spans.append((at, at + len(piece)))
+        at += len(piece)
+    return spans
+
+
 def _call_args(text: str, open_at: int) -> tuple[list[str], int]:
     """The top-level comma-separated arguments of the call whose '(' is at `open_at`, and the index after ')'."""
     depth, args, cur, i, quote = 0, [], [], open_at, False
@@ -83,18 +96,22 @@ def _call_args(text: str, open_at: int) -> tuple[list[str], int]:
 def _rewrite_calls(sql: str, name: str, rewrite) -> str:
     """Replace every call `name(...)` (case-insensitive) by `rewrite(args, rest_after_call) -> (new, consumed)`."""
     pattern = re.compile(rf"\b{name}\s*\(", re.IGNORECASE)
-    out, pos = [], 0
+    out, pos, search_at = [], 0, 0
+    literals = _literal_spans(sql)
     while True:
-        m = pattern.search(sql, pos)
+        m = pattern.search(sql, search_at)
         if m is None:
             out.append(sql[pos:])
             return "".join(out)
+        if any(a <= m.start() < b for a, b in literals):  # 'max(1, 2)' inside a string literal is data
+            search_at = m.end()
+            continue
         args, end = _call_args(sql, m.end() - 1)
         args = [_rewrite_calls(a, name, rewrite) for a in args]  # nested calls of the same function
         new, consumed = rewrite(args, sql[end:])
         out.append(sql[pos:m.start()])
         out.append(new)
-        pos = end + consumed
+        pos = search_at = end + consumed
 
 
 def _json_each(args: list[str], rest: str) -> tuple[str, int]:
@@ -124,21 +141,25 @@ def _code(text: str) -> str:
     text = re.sub(r"\bIS\s+NOT\s+\?", "IS DISTINCT FROM ?", text, flags=re.IGNORECASE)
     text = re.sub(r"\bIS\s+\?", "IS NOT DISTINCT FROM ?", text, flags=re.IGNORECASE)
     text = re.sub(r"\binstr\s*\(", "strpos(", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bAS\s+INTEGER\s*\)", "AS BIGINT)", text, flags=re.IGNORECASE)
     return text
 
 
-def _placeholders(text: str, numbered: bool, last: list[int]) -> str:
-    """`?N` -> %(pN)s, `?` -> %s (or, in a statement with numbered ones, the next number as SQLite
-    counts: one more than the largest so far), `%` -> `%%`."""
+def _placeholders(text: str, numbered: bool, last: int) -> tuple[str, int]:
+    """`?N` -> %(pN)s, `?` -> %s, `%` -> `%%`. In a statement that numbers some placeholders, a bare
+    `?` is numbered as SQLite does (one more than the largest so far) since psycopg cannot mix the two;
+    returns the text and the largest number used."""
     text = text.replace("%", "%%")
+    if not numbered:
+        return text.replace("?", "%s"), last
 
-    def one(m: re.Match[str]) -> str:
-        if not numbered:
-            return "%s"
-        last[0] = int(m.group(1)) if m.group(1) else last[0] + 1
-        return f"%(p{last[0]})s"
+    def number(m: re.Match[str]) -> str:
+        nonlocal last
+        n = int(m.group(1)) if m.group(1) else last + 1
+        last = max(last, n)
+        return f"%(p{n})s"
 
-    return re.sub(r"\?(\d*)", one, text)
+    return re.sub(r"\?(\d*)", number, text), last
 
 
 @functools.lru_cache(maxsize=4096)
@@ -152,6 +173,7 @@ def to_postgres(sql: str) -> tuple[str, bool]:
     text = _rewrite_calls(text, "json_array_length", lambda a, r: (f"json_array_length(({a[0]})::json)", 0))
     text = _rewrite_calls(text, "json_group_array",
                           lambda a, r: (f"coalesce(json_agg({a[0]}), '[]'::json)::text", 0))
+    text = _rewrite_calls(text, "char", lambda a, r: ("(" + " || ".join(f"chr({x})" for x in a) + ")", 0))
     text = _rewrite_calls(text, "max", lambda a, r: ((f"greatest({', '.join(a)})" if len(a) > 1
                                                        else f"max({a[0]})"), 0))
     text = _rewrite_calls(text, "min", lambda a, r: ((f"least({', '.join(a)})" if len(a) > 1
@@ -165,8 +187,13 @@ def to_postgres(sql: str) -> tuple[str, bool]:
             text = f"{text.rstrip().rstrip(';')} ON CONFLICT DO NOTHING"
     pieces = _split_literals(text)
     numbered = any(not lit and re.search(r"\?\d", piece) for lit, piece in pieces)
-    last = [0]
-    out = [piece.replace("%", "%%") if lit else _placeholders(piece, numbered, last) for lit, piece in pieces]
+    out, last = [], 0
+    for lit, piece in pieces:
+        if lit:
+            out.append(piece.replace("%", "%%"))
+        else:
+            converted, last = _placeholders(piece, numbered, last)
+            out.append(converted)
     return "".join(out), numbered
 
 

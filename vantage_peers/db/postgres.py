@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from typing import Any, TypeVar
 
-from ..errors import VantageError
+from ..errors import InvalidArgument, VantageError
 from . import busy
 from .busy import CallScope
 from .dialect import identifiers, to_postgres
@@ -80,16 +80,22 @@ def schema_text() -> str:
     return resources.files("vantage_peers.db").joinpath("pg", "schema.sql").read_text(encoding="utf-8")
 
 
-class NulInText(VantageError):
-    code = "INVALID_ARGUMENT"
+NUL_MESSAGE = ("a text argument holds a NUL character (\\x00), which PostgreSQL cannot store; "
+               "remove it and call again")
 
 
-def _no_nul(values: Any) -> None:
-    """PostgreSQL's TEXT cannot hold U+0000 (SQLite's can): refuse it by name, not as a driver error."""
-    for value in values:
-        if isinstance(value, str) and "\x00" in value:
-            raise NulInText("text containing the NUL character (U+0000) cannot be stored or matched on "
-                            "PostgreSQL; remove it and call again")
+@contextlib.contextmanager
+def _nul_refused() -> Iterator[None]:
+    """PostgreSQL refuses U+0000 in TEXT (SQLite stores it): the agent gets INVALID_ARGUMENT, not a crash.
+    psycopg refuses it client-side (DataError); the call's transaction is rolled back like any refusal."""
+    try:
+        yield
+    except pg_errors.UntranslatableCharacter as exc:  # '\u0000' in a ::jsonb cast
+        raise InvalidArgument(NUL_MESSAGE) from exc
+    except psycopg.DataError as exc:
+        if "NUL" not in str(exc) and "0x00" not in str(exc):
+            raise
+        raise InvalidArgument(NUL_MESSAGE) from exc
 
 
 def _plain(value: Any) -> Any:
@@ -118,14 +124,14 @@ class PgConnection:
         self.journal_mode = "postgres"
 
     def _cursor(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> Any:
-        _no_nul(params.values() if isinstance(params, dict) else params)
         text, numbered = to_postgres(sql)
         if numbered and not isinstance(params, dict):
             params = {f"p{i + 1}": v for i, v in enumerate(params)}
         elif isinstance(params, dict) and params:
             raise ValueError("named :parameters are not supported on PostgreSQL; use ? or ?N")
         cur = self.raw.cursor()
-        cur.execute(text, params if isinstance(params, dict) else tuple(params))
+        with _nul_refused():
+            cur.execute(text, params if isinstance(params, dict) else tuple(params))
         return cur
 
     def _names(self, sql: str, cur: Any) -> list[str]:
@@ -184,11 +190,10 @@ class PgConnection:
 
     def executemany(self, sql: str, seq: Sequence[Sequence[Any]]) -> None:
         text, numbered = to_postgres(sql)
-        for p in seq:
-            _no_nul(p)
         batch = [{f"p{i + 1}": v for i, v in enumerate(p)} for p in seq] if numbered else [tuple(p) for p in seq]
         if batch:
-            self.raw.cursor().executemany(text, batch)
+            with _nul_refused():
+                self.raw.cursor().executemany(text, batch)
 
     def script(self, sql: str) -> None:
         """Several statements of PostgreSQL DDL (migrations), run as written."""

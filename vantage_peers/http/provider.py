@@ -162,13 +162,18 @@ class SqliteOAuthProvider:
                     resource=p.get("resource"), family=p["family"])
 
     async def exchange_authorization_code(self, client: OAuthClientInformationFull, authorization_code: Code) -> OAuthToken:
-        def run(conn: Any) -> OAuthToken:
+        def run(conn: Any) -> OAuthToken | None:
             if not store.consume_code(conn, digest(authorization_code.code), now=now_ms()):
-                raise TokenError("invalid_grant", "authorization code was already used or has expired")
+                return None
             return self._issue(conn, client.client_id, authorization_code.scopes, authorization_code.resource,
                                authorization_code.family, refresh=True)
 
-        return await self._write(run)
+        # TokenError is a frozen dataclass: raised inside db.write's rollback it would become a
+        # FrozenInstanceError (a 500), so the loser of a race on one code is told here, outside.
+        token = await self._write(run)
+        if token is None:
+            raise TokenError("invalid_grant", "authorization code was already used or has expired")
+        return token
 
     async def exchange_client_credentials(self, client: OAuthClientInformationFull, scopes: list[str],
                                           resource: str | None) -> OAuthToken:
@@ -211,13 +216,16 @@ class SqliteOAuthProvider:
 
     async def exchange_refresh_token(self, client: OAuthClientInformationFull, refresh_token: Refresh,
                                      scopes: list[str]) -> OAuthToken:
-        def run(conn: Any) -> OAuthToken:
+        def run(conn: Any) -> OAuthToken | None:
             if not store.rotate_refresh(conn, digest(refresh_token.token), now=now_ms()):
-                raise TokenError("invalid_grant", "refresh token was already used, revoked or expired")
+                return None
             return self._issue(conn, client.client_id, scopes, refresh_token.resource, refresh_token.family,
                                refresh=True)
 
-        return await self._write(run)
+        token = await self._write(run)  # (TokenError raised outside db.write, as above)
+        if token is None:
+            raise TokenError("invalid_grant", "refresh token was already used, revoked or expired")
+        return token
 
     # -- access tokens ------------------------------------------------------------------------
     async def load_access_token(self, token: str) -> Principal | None:

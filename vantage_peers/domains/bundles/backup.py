@@ -9,6 +9,9 @@ rollback-journal file, and only then renamed into place.
 Restore refuses to overwrite a database that another process has open: in WAL mode it tries to
 leave WAL (SQLite allows that only to the sole connection); in rollback-journal mode it can only
 see open transactions, so stop the servers first. The replaced file is kept beside it.
+
+Both copy the SQLite file: on PostgreSQL (`VP_DATABASE_URL`) they refuse with `UNSUPPORTED_BACKEND`
+and name the tools that do the job there (`pg_dump` / `pg_restore`, or `migrate-db` to a file).
 """
 
 from __future__ import annotations
@@ -29,6 +32,17 @@ BUSY_MS = 10_000
 
 class BackupError(VantageError):
     code = "BACKUP_FAILED"
+
+
+def refuse_on_postgres(settings: Any, verb: str) -> None:
+    """`backup` and `restore` copy a SQLite file; a PostgreSQL database is backed up by its own tools."""
+    if not getattr(settings, "database_url", None):
+        return
+    how = ("pg_dump -Fc -f vp.dump \"$VP_DATABASE_URL\" (and pg_restore --clean -d URL vp.dump to restore)"
+           if verb == "backup" else "pg_restore --clean -d \"$VP_DATABASE_URL\" vp.dump (a pg_dump -Fc archive)")
+    raise BackupError(f"{verb} copies the SQLite file, but VP_DATABASE_URL points to PostgreSQL: use {how}, "
+                      "or copy everything into a SQLite file with `vantage-peers migrate-db --from URL --to FILE` "
+                      "and back with `migrate-db --from FILE --to URL`", code="UNSUPPORTED_BACKEND")
 
 
 def _connect(path: Path, *, busy_ms: int = BUSY_MS, readonly: bool = False) -> apsw.Connection:

@@ -77,16 +77,19 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_backup(args: argparse.Namespace) -> int:
-    from .backup import backup
+    from .backup import backup, refuse_on_postgres
 
-    _print(backup(_settings().db_path, Path(args.file), force=args.force))
+    settings = _settings()
+    refuse_on_postgres(settings, "backup")
+    _print(backup(settings.db_path, Path(args.file), force=args.force))
     return 0
 
 
 def run_restore(args: argparse.Namespace) -> int:
-    from .backup import restore
+    from .backup import refuse_on_postgres, restore
 
     settings = _settings()
+    refuse_on_postgres(settings, "restore")
     _print(restore(settings.db_path, Path(args.file), journal_mode=settings.journal_mode))
     return 0
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import IO, Any
 
-import apsw
-
 from ... import __version__
 from ...db import Database
+from ...db.integrity import constraint_errors
 from ...errors import Conflict, InvalidArgument
 from ...ids import now_ms
 from ...rbac import Actor
@@ -79,7 +78,7 @@ def import_bundle(db: Database, bundle: Bundle, namespace: str, mode: str, *, ac
                 "warnings": head["warnings"] + merge.warnings[:100]}
     try:
         result = db.write(lambda c: importer.apply(c, bundle, ns, mode, actor=actor))
-    except apsw.ConstraintError as err:
+    except constraint_errors() as err:
         # e.g. replace deleting a task that a row of another table still references: all rolled back.
         raise Conflict(f"the import was rolled back, nothing was written: {err}") from None
     return {**head, "dryRun": False, **result.summary(), "warnings": head["warnings"] + result.warnings[:100],

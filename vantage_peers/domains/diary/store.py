@@ -38,7 +38,7 @@ def write_diary(
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (orchestrator, date) DO UPDATE SET content = excluded.content, "
         "highlights = excluded.highlights, blockers = excluded.blockers, "
-        "instanceId = coalesce(excluded.instanceId, instanceId), updatedAt = excluded.updatedAt "
+        "instanceId = coalesce(excluded.instanceId, diary.instanceId), updatedAt = excluded.updatedAt "
         "RETURNING id",
         (new_id(DIARY.prefix), date, orchestrator, instance_id, content, dumps(highlights), dumps(blockers), now, now),
     )

@@ -99,7 +99,7 @@ def add_attempt(
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (attempt_id, pattern_id, description, commit, int(worked), why, created_by, now),
     )
-    take = "(? AND validatedFix IS NULL)"
+    take = "(? = 1 AND validatedFix IS NULL)"
     row = conn.one(
         f"UPDATE fixPatterns SET attemptCount = attemptCount + 1, updatedAt = ?, "
         f"validatedFix = CASE WHEN {take} THEN ? ELSE validatedFix END, "
@@ -147,7 +147,7 @@ def link_issue(conn: Connection, *, pattern_id: str, issue_id: str, now: int | N
     """
     now = now if now is not None else now_ms()
     row = conn.one(
-        "UPDATE fixPatterns SET linkedIssueIds = json_insert(coalesce(linkedIssueIds, '[]'), '$[#]', ?), "
+        "UPDATE fixPatterns SET linkedIssueIds = json_insert(coalesce(linkedIssueIds, '[]'), '$[#]', CAST(? AS TEXT)), "
         "updatedAt = ? WHERE id = ? "
         "AND NOT EXISTS (SELECT 1 FROM json_each(coalesce(fixPatterns.linkedIssueIds, '[]')) WHERE value = ?) "
         "AND json_array_length(coalesce(linkedIssueIds, '[]')) < ? RETURNING linkedIssueIds",

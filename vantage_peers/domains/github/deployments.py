@@ -34,7 +34,8 @@ def add(conn: Connection, *, name: str, url: str, key_env: str, github_repo: str
         "active, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT (name) DO UPDATE SET "
         "deploymentUrl = excluded.deploymentUrl, deployKeyEnvVar = excluded.deployKeyEnvVar, "
         "githubRepo = excluded.githubRepo, orchestrator = excluded.orchestrator, active = 1, "
-        "logCursor = CASE WHEN deploymentUrl = excluded.deploymentUrl THEN logCursor ELSE 0 END, "
+        "logCursor = CASE WHEN monitoredDeployments.deploymentUrl = excluded.deploymentUrl "
+        "THEN monitoredDeployments.logCursor ELSE 0 END, "
         "updatedAt = excluded.updatedAt RETURNING *, (id = ?) AS created",  # an update keeps the old id
         (new, name, url, key_env, github_repo, orchestrator, now, now, new),
     )

@@ -112,7 +112,7 @@ def _append(conn: Connection, issue_id: str, column: str, values: list[str], now
     added = 0
     for value in values:
         added += conn.execute(
-            f"UPDATE issues SET {column} = json_insert(coalesce({column}, '[]'), '$[#]', ?), updatedAt = ? "
+            f"UPDATE issues SET {column} = json_insert(coalesce({column}, '[]'), '$[#]', CAST(? AS TEXT)), updatedAt = ? "
             f"WHERE id = ? AND NOT EXISTS (SELECT 1 FROM json_each(coalesce(issues.{column}, '[]')) "
             f"WHERE value = ?) AND json_array_length(coalesce({column}, '[]')) < ?",
             (value, now, issue_id, value, MAX_LINKS),

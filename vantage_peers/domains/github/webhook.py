@@ -166,7 +166,7 @@ def handle_comment(conn: Connection, ev: CommentEvent, now: int) -> dict[str, An
     at = iso_to_ms(ev.comment.created_at) or now
     by = ev.comment.user.login if ev.comment.user else None
     first = by is not None and by != row["author"] and not by.endswith("[bot]")
-    conn.execute("UPDATE issues SET commentCount = commentCount + 1, firstResponseAt = CASE WHEN ? THEN "
+    conn.execute("UPDATE issues SET commentCount = commentCount + 1, firstResponseAt = CASE WHEN ? = 1 THEN "
                  "min(coalesce(firstResponseAt, ?), ?) ELSE firstResponseAt END, updatedAt = ? WHERE id = ?",
                  (int(first), at, at, now, row["id"]))
     return {"issueId": row["id"]}

@@ -9,8 +9,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-import apsw
-
 from ...db import Connection
 from ...db.paging import to_doc
 from ...errors import Conflict, InvalidArgument
@@ -67,14 +65,13 @@ def create_session(conn: Connection, *, session_id: str, origin: str, expires_at
                    user_id: str | None, created_by: str | None = None, now: int | None = None) -> str:
     now = now if now is not None else now_ms()
     doc_id = new_id("ifs")
-    try:
-        conn.execute(
-            "INSERT INTO iframeEmbedSessions (id, sessionId, tenantId, origin, userId, createdAt, lastSeenAt, "
-            "expiresAt, revoked, createdBy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
-            (doc_id, session_id, tenant_id, origin, user_id, now, now, expires_at, created_by),
-        )
-    except apsw.ConstraintError:
-        raise Conflict(f"session {session_id} already exists; session ids are unique, generate a new one") from None
+    added = conn.execute(
+        "INSERT INTO iframeEmbedSessions (id, sessionId, tenantId, origin, userId, createdAt, lastSeenAt, "
+        "expiresAt, revoked, createdBy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (sessionId) DO NOTHING",
+        (doc_id, session_id, tenant_id, origin, user_id, now, now, expires_at, created_by),
+    )
+    if not added:
+        raise Conflict(f"session {session_id} already exists; session ids are unique, generate a new one")
     return doc_id
 
 

@@ -145,7 +145,7 @@ def record_spend(conn: Connection, row: Row, *, caller: str, amount: int | float
         (new_id("msp"), row["id"], amount, category, note, caller, now),
     )
     # Rounded like every amount we report (6 decimals), so 0.1 + 0.2 is stored as 0.3.
-    conn.execute("UPDATE mandates SET spent = round(spent + ?, 6), updatedAt = ?, updatedBy = ? WHERE id = ?",
+    conn.execute("UPDATE mandates SET spent = round(CAST(spent + ? AS NUMERIC), 6), updatedAt = ?, updatedBy = ? WHERE id = ?",
                  (amount, now, caller, row["id"]))
     return verdict
 

@@ -168,7 +168,7 @@ def redeliver_due(conn: Connection, *, now: int, max_attempts: int) -> dict[str,
         _notify_sender(conn, row, now=now)
     redelivered = conn.execute(
         "UPDATE messageReceipts SET deliveryAttempt = deliveryAttempt + 1, readAt = NULL, redeliveredAt = ?1, "
-        "nextDeliveryAt = ?1 + min(?3, coalesce(ackTimeoutMs, 0) * (CAST(1 AS BIGINT) << CAST(min(deliveryAttempt, 20) AS INTEGER))) "
+        "nextDeliveryAt = ?1 + min(?3, coalesce(ackTimeoutMs, 0) * (CAST(1 AS BIGINT) << CAST(min(deliveryAttempt, 20) AS INT))) "
         "WHERE id IN (SELECT id FROM messageReceipts INDEXED BY receipts_ack_due WHERE nextDeliveryAt <= ?1 "
         "AND ackedAt IS NULL AND deliveryAttempt < ?2)",
         (now, max_attempts, MAX_BACKOFF_MS),

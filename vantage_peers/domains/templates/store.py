@@ -64,7 +64,7 @@ def upsert_template(conn: Connection, *, name: str, steps: list[dict[str, Any]],
     conn.execute(
         "INSERT INTO missionTemplates (id, name, description, steps, isDefault, createdBy, createdAt, updatedAt) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET steps = excluded.steps, "
-        "description = coalesce(?, description), isDefault = coalesce(?, isDefault), "
+        "description = coalesce(?, missionTemplates.description), isDefault = coalesce(?, missionTemplates.isDefault), "
         "createdBy = excluded.createdBy, updatedAt = excluded.updatedAt",
         (new_id("tpl"), name, description, dumps(steps), int(bool(is_default)), created_by, now, now,
          description, None if is_default is None else int(is_default)),
