@@ -6,6 +6,8 @@
 - Fusion: z-score convex combination, vector weight 0.6 (search/fusion.py `convex`), over up to
   DEPTH candidates per ranker. Each hit says which rankers found it (`matchedBy`), its rank in
   each (`ranks`), and `similarity` (1 - cosine distance) when the vector ranker found it.
+- Context and dates: a candidate borrows from the adjacent memory of its session (context.py); a
+  "when" question favours memories that say when, a named period memories written in it (dates.py).
 - `fields="lite"`: each hit cut to `_id`, `namespace`, `type`, `score`, `snippet`, `preview`, so
   100 hits fit the 50 KB envelope.
 The query vector is computed by the caller before the read (the network never runs inside a
