@@ -161,3 +161,16 @@ def test_wire_helpers_round_trip_varints_and_floats():
     data = struct.pack("<3f", 1.5, -2.0, 0.25)
     tensor = g.parse_tensor(memoryview(g.float_tensor("s", [1, 3], data)))
     assert (tensor.name, tensor.dtype, tensor.dims, tensor.data) == ("s", g.FLOAT, [1, 3], data)
+
+
+def test_the_model_file_is_removed_after_loading_and_memory_is_the_fallback(tmp_path, monkeypatch):
+    monkeypatch.setattr(local.tempfile, "tempdir", str(tmp_path))
+    vec = local.LocalEmbedder(idle_unload_s=None).embed_array(["a note about caches"])
+    assert vec.shape == (1, local.DIMENSIONS) and list(tmp_path.iterdir()) == []  # loaded, then removed
+
+    def refuse(*args, **kwargs):
+        raise OSError("read-only file system (test)")
+
+    monkeypatch.setattr(local.tempfile, "mkstemp", refuse)
+    again = local.LocalEmbedder(idle_unload_s=None).embed_array(["a note about caches"])
+    np.testing.assert_allclose(again, vec, atol=1e-6)  # loaded from the bytes instead
