@@ -93,7 +93,7 @@ def locomo_text(turn: dict[str, Any], date: str) -> str:
 
 def load_locomo(path: Path) -> Collection:
     samples = json.loads((path / "locomo-dev.json").read_text(encoding="utf-8"))
-    docs, queries, qrels = [], [], {}
+    docs, queries, qrels, category = [], [], {}, {}
     for s in samples:
         conv, ns = s["conversation"], f"locomo/{s['sample_id']}"
         n = 1
@@ -108,7 +108,8 @@ def load_locomo(path: Path) -> Collection:
             qid = f"{s['sample_id']}#{i}"
             queries.append((qid, ns, qa["question"]))
             qrels[qid] = {f"{s['sample_id']}:{e}": 1 for e in qa["evidence"]}
-    return Collection("locomo-dev", docs, queries, qrels, "recall")
+            category[qid] = qa.get("category")
+    return Collection("locomo-dev", docs, queries, qrels, "recall", {"category": category})
 
 
 def load_identifiers() -> Collection:
@@ -292,6 +293,16 @@ def report(coll: Collection, data: dict[str, Any]) -> dict[str, dict[str, float]
     label = "recall (hybrid, as shipped)"
     out[label] = {m: v for m, v in scores(coll, [q["shipped"] for q in data["lists"]]).items() if m != "R@100"}
     print(f"  {label:<26} " + "  ".join(f"{m} {v:.3f}" for m, v in out[label].items()))
+    if "category" in coll.extra:  # LoCoMo's question kinds: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop
+        kinds = [coll.extra["category"][qid] for qid, _, _ in coll.queries]
+        for label, pick in (("BM25 alone", lambda q: [k for k, _ in q["keyword"]]),
+                            ("vector alone", lambda q: [k for k, _ in q["vector"]]), ("recall", lambda q: q["shipped"])):
+            parts = []
+            for kind in sorted(set(kinds)):
+                idx = [i for i, k in enumerate(kinds) if k == kind]
+                hits = sum(hit_any([str(k) for k in pick(data["lists"][i])], coll.qrels[coll.queries[i][0]], 5) for i in idx)
+                parts.append(f"cat {kind} ({len(idx)}) {hits / len(idx):.3f}")
+            print(f"  R@5 any by category, {label:<13} " + "  ".join(parts))
     for label in data["lists"][0]["variants"] if data["lists"] else []:
         out[label] = {m: v for m, v in scores(coll, [q["variants"][label] for q in data["lists"]]).items()
                       if m != "R@100"}
