@@ -45,6 +45,12 @@ def test_asks_when(query, expected):
     ("I may go to the conference", False),  # "may" the verb, not the month
     ("we met on May 8", True),
     ("a " * 10_000, False),  # long input: linear, no match
+    ("a " * 10_000 + "yesterday", False),  # only the first SCAN_CHARS characters are read (bounded cost)
+    ("yesterday " + "a " * 10_000, True),
+    ("friday night we shipped", True),
+    ("the other day the build broke", True),
+    ("in the next couple of weeks", True),
+    ("3rd of May", True),
 ])
 def test_mentions_time(text, expected):
     assert temporal.mentions_time(text) is expected
