@@ -10,13 +10,20 @@ the server does (`create_app`, scheduler off so the steps are explicit), then pr
                      the embedding worker (`indexer.embed_pending`, what the scheduler runs)
   after M recalls    M `recall` calls through the MCP tool (query embedding + fusion)
 and the indexing throughput (memories/s of the embedding worker on those N short texts), plus the
-peak (VmHWM). Figures depend on the machine; they are printed, never asserted.
+peak (VmHWM). That process also hosts the MCP client and the test helpers (≈8 MB).
+
+`--server` measures what an agent's client actually starts: the `vantage-peers` stdio server as a
+child process, driven over stdio by an MCP client in this process, scheduler on (it embeds the
+writes in the background, as in use); its VmRSS is read from /proc after the handshake, after N
+writes once the embedding backlog is empty, and after M recalls.
+Figures depend on the machine; they are printed, never asserted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -89,17 +96,91 @@ def child(mode: str, writes: int, recalls: int, db_path: str) -> dict[str, float
     return out
 
 
+def _child_pids() -> list[int]:
+    mine = str(os.getpid())
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == mine:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _rss_of(pid: int, field: str = "VmRSS") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def server(mode: str, writes: int, recalls: int, db_path: str) -> dict[str, float]:
+    """RSS of a real `vantage-peers` stdio server process (see the module docstring)."""
+    import random
+    import sqlite3
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    env = {**os.environ, "VP_DB_PATH": db_path, "VP_EMBEDDINGS": mode, "VP_TICK_SECONDS": "1",
+           "VP_ORCHESTRATOR": "bench"}
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        env.pop(key, None)
+    script = Path(sys.executable).with_name("vantage-peers")
+    params = StdioServerParameters(command=str(script), args=[], env=env)
+    out: dict[str, float] = {}
+
+    def backlog() -> int:
+        with sqlite3.connect(db_path, timeout=30) as conn:
+            return conn.execute("SELECT count(*) FROM embeddingJobs").fetchone()[0]
+
+    async def run() -> None:
+        rng = random.Random(7)
+        async with Client(params) as client:
+            await client.list_tools()
+            (pid,) = _child_pids()
+            out["after load"] = _rss_of(pid)
+            started = time.perf_counter()
+            for i in range(writes):
+                text = f"{rng.choice(['Ana', 'Bo', 'Chen'])}: " + " ".join(rng.choice(WORDS) for _ in range(12)) + f" #{i}"
+                await client.call_tool("store_memory", {"namespace": "bench/footprint", "type": "note", "content": text})
+            while mode != "none" and backlog():
+                await anyio.sleep(0.2)
+            out["writes+embedding, memories/s"] = writes / (time.perf_counter() - started)
+            out[f"after {writes} writes"] = _rss_of(pid)
+            for i in range(recalls):
+                await client.call_tool("recall", {"query": " ".join(rng.choice(WORDS) for _ in range(4)) + f" {i}",
+                                                  "limit": 10})
+            out[f"after {recalls} recalls"] = _rss_of(pid)
+            out["  anonymous (private)"] = _rss_of(pid, "RssAnon")
+            out["  file-backed (shared libs)"] = _rss_of(pid, "RssFile")
+            out["peak (VmHWM)"] = _rss_of(pid, "VmHWM")
+
+    anyio.run(run)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--writes", type=int, default=1000)
     parser.add_argument("--recalls", type=int, default=100)
     parser.add_argument("--modes", nargs="+", default=["none", "local"], choices=["none", "local"])
+    parser.add_argument("--server", action="store_true", help="measure a real stdio server process instead")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child[0], args.writes, args.recalls, args.child[1])))
         return
     for mode in args.modes:
+        if args.server:
+            with tempfile.TemporaryDirectory() as tmp:
+                figures = server(mode, args.writes, args.recalls, str(Path(tmp) / "f.db"))
+            print(f"stdio server, embeddings={mode}:")
+            for label, value in figures.items():
+                print(f"  {label:<30} {value:8.1f}{'' if 'memories/s' in label else ' MB'}")
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             proc = subprocess.run([sys.executable, __file__, "--writes", str(args.writes), "--recalls",
                                    str(args.recalls), "--child", mode, str(Path(tmp) / "f.db")],

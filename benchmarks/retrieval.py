@@ -31,14 +31,16 @@ Not a test: nothing asserts. Quality figures depend on the model only, not on th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import importlib
 import json
 import math
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,7 +97,7 @@ def locomo_text(turn: dict[str, Any], date: str) -> str:
 
 def load_locomo(path: Path) -> Collection:
     samples = json.loads((path / "locomo-dev.json").read_text(encoding="utf-8"))
-    docs, queries, qrels = [], [], {}
+    docs, queries, qrels, category = [], [], {}, {}
     for s in samples:
         conv, ns = s["conversation"], f"locomo/{s['sample_id']}"
         n = 1
@@ -110,7 +112,8 @@ def load_locomo(path: Path) -> Collection:
             qid = f"{s['sample_id']}#{i}"
             queries.append((qid, ns, qa["question"]))
             qrels[qid] = {f"{s['sample_id']}:{e}": 1 for e in qa["evidence"]}
-    return Collection("locomo-dev", docs, queries, qrels, "recall")
+            category[qid] = qa.get("category")
+    return Collection("locomo-dev", docs, queries, qrels, "recall", {"category": category})
 
 
 def load_identifiers() -> Collection:
@@ -259,10 +262,18 @@ def collect(coll: Collection, args: argparse.Namespace, workdir: Path) -> dict[s
         scope = store.scope_of(ns)
         t0 = time.perf_counter()
         vec = query_embedder.embed([text])[0]
-        shipped = db.read(lambda c, vec=vec, text=text, scope=scope: msearch.hybrid(
-            c, query=text, vector=vec, reason=None, scope=scope, types=None, include_superseded=False,
-            limit=10, now=now, fields="lite"))
+
+        def shipped_hybrid(vec=vec, text=text, scope=scope) -> dict[str, Any]:
+            return db.read(lambda c: msearch.hybrid(
+                c, query=text, vector=vec, reason=None, scope=scope, types=None, include_superseded=False,
+                limit=10, now=now, fields="lite"))
+
+        shipped = shipped_hybrid()
         latencies.append((time.perf_counter() - t0) * 1000)
+        variants = {}
+        for label, overrides in args.variant:
+            with patched(overrides):
+                variants[label] = [id_doc[h["_id"]] for h in shipped_hybrid()["items"]]
         kw = db.read(lambda c, text=text, scope=scope: msearch.keyword_hits(
             c, query=text, scope=scope, types=None, include_superseded=False, now=now, limit=100, mode="or",
             candidates=True))
@@ -270,7 +281,7 @@ def collect(coll: Collection, args: argparse.Namespace, workdir: Path) -> dict[s
             c, vec, scope=scope, types=None, include_superseded=False, now=now, k=100))
         per_query.append({"keyword": [(seq_doc[r["seq"]], -r["rank"]) for r in kw],
                           "vector": [(seq_doc[s], 1.0 - d) for s, d in vh],
-                          "shipped": [id_doc[h["_id"]] for h in shipped["items"]]})
+                          "shipped": [id_doc[h["_id"]] for h in shipped["items"]], "variants": variants})
     app.db.close()
     return {"lists": per_query, "latency_ms": latencies, "embed_s": took, "model": embedder.model,
             "backend": args.backend}
@@ -320,7 +331,48 @@ def report(coll: Collection, data: dict[str, Any]) -> dict[str, dict[str, float]
     label = "recall (hybrid, as shipped)"
     out[label] = {m: v for m, v in scores(coll, [q["shipped"] for q in data["lists"]]).items() if m != "R@100"}
     print(f"  {label:<26} " + "  ".join(f"{m} {v:.3f}" for m, v in out[label].items()))
+    if "category" in coll.extra:  # LoCoMo's question kinds: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop
+        kinds = [coll.extra["category"][qid] for qid, _, _ in coll.queries]
+        for label, pick in (("BM25 alone", lambda q: [k for k, _ in q["keyword"]]),
+                            ("vector alone", lambda q: [k for k, _ in q["vector"]]), ("recall", lambda q: q["shipped"])):
+            parts = []
+            for kind in sorted(set(kinds)):
+                idx = [i for i, k in enumerate(kinds) if k == kind]
+                hits = sum(hit_any([str(k) for k in pick(data["lists"][i])], coll.qrels[coll.queries[i][0]], 5) for i in idx)
+                parts.append(f"cat {kind} ({len(idx)}) {hits / len(idx):.3f}")
+            print(f"  R@5 any by category, {label:<13} " + "  ".join(parts))
+    for label in data["lists"][0]["variants"] if data["lists"] else []:
+        out[label] = {m: v for m, v in scores(coll, [q["variants"][label] for q in data["lists"]]).items()
+                      if m != "R@100"}
+        print(f"  {'recall, ' + label:<26} " + "  ".join(f"{m} {v:.3f}" for m, v in out[label].items()))
     return out
+
+
+# -- variants: the shipped search with some constants changed (`--variant`) -----------------------
+def parse_variant(spec: str) -> tuple[str, list[tuple[str, str, float]]]:
+    """`label:module.NAME=value,module.NAME=value` (modules under vantage_peers, e.g.
+    `domains.memory.dates.WHEN_BONUS=0`) -> (label, [(module, name, value)])."""
+    label, _, body = spec.partition(":")
+    out = []
+    for item in filter(None, body.split(",")):
+        target, _, value = item.partition("=")
+        module, _, name = target.rpartition(".")
+        out.append(("vantage_peers." + module, name, float(value)))
+    return label, out
+
+
+@contextlib.contextmanager
+def patched(overrides: Sequence[tuple[str, str, float]]) -> Iterator[None]:
+    saved = []
+    for module, name, value in overrides:
+        mod = importlib.import_module(module)
+        saved.append((mod, name, getattr(mod, name)))
+        setattr(mod, name, type(getattr(mod, name))(value))
+    try:
+        yield
+    finally:
+        for mod, name, value in reversed(saved):
+            setattr(mod, name, value)
 
 
 def main() -> None:
@@ -328,12 +380,21 @@ def main() -> None:
     parser.add_argument("--ir", type=Path, default=DEFAULT_IR, help="folder holding the collections")
     parser.add_argument("--collections", nargs="+", default=list(ALL), choices=ALL)
     parser.add_argument("--cache", type=Path, default=None, help="keep document vectors here between runs")
+    parser.add_argument("--variant", type=parse_variant, action="append", default=[],
+                        help="also score the shipped search with constants changed, "
+                             "e.g. 'nodates:domains.memory.dates.WHEN_BONUS=0,domains.memory.dates.WINDOW_BONUS=0'")
+    parser.add_argument("--set", type=lambda v: parse_variant("set:" + v)[1], action="append", default=[],
+                        help="change constants for the whole run, before the model loads, "
+                             "e.g. 'search.int8_graph.MATMUL=0'")
     parser.add_argument("--max-queries", type=int, default=0, help="evaluate only the first N queries (0 = all)")
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
                         help="the database the collections are stored in")
     parser.add_argument("--database-url", default=None,
                         help="with --backend postgres: a scratch database (emptied), instead of the embedded server")
     args = parser.parse_args()
+    keep = contextlib.ExitStack()  # the overrides hold for the life of the run
+    for overrides in args.set:
+        keep.enter_context(patched(overrides))
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.collections:
             coll = load(name, args.ir)

@@ -6,6 +6,8 @@
 - Fusion: z-score convex combination, vector weight 0.6 (search/fusion.py `convex`), over up to
   DEPTH candidates per ranker. Each hit says which rankers found it (`matchedBy`), its rank in
   each (`ranks`), and `similarity` (1 - cosine distance) when the vector ranker found it.
+- Context and dates: a candidate borrows from the adjacent memory of its session (context.py); a
+  "when" question favours memories that say when, a named period memories written in it (dates.py).
 - `fields="lite"`: each hit cut to `_id`, `namespace`, `type`, `score`, `snippet`, `preview`, so
   100 hits fit the 50 KB envelope.
 The query vector is computed by the caller before the read (the network never runs inside a
@@ -14,7 +16,7 @@ transaction); `vector=None` means keyword mode, with the reason reported.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,6 +28,7 @@ from ...search.keyword import keyword_rows
 from ...search.snippets import add_snippets as snippets_for
 from . import vectors
 from .context import context_bonus
+from .dates import date_bonus
 from .store import LIVE, PREVIEW_CHARS, memory_doc, scope_sql
 from .vectors import Scope
 
@@ -169,6 +172,14 @@ def _rows_by_seq(conn: Connection, seqs: list[int], where: list[str], params: li
     return {row["seq"]: row for row in rows}
 
 
+def _bonuses(conn: Connection, query: str, now: int, scores: Mapping[Hashable, float]) -> dict[Hashable, float]:
+    """Context and date bonuses on the fused scores (each computed on the same base scores)."""
+    out = context_bonus(conn, scores)
+    for key, extra in date_bonus(conn, query, now, scores).items():
+        out[key] = out.get(key, 0.0) + extra
+    return out
+
+
 def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reason: str | None,
            scope: Scope | None, types: Sequence[str] | None, include_superseded: bool, limit: int, now: int,
            shape: Shape = memory_doc, use_keyword: bool = True, fields: str = "full") -> dict[str, Any]:
@@ -192,9 +203,10 @@ def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
         lists["keyword"] = [(seq, -rank) for seq, rank in kw_ranks.items()]
     if distances:
         lists["vector"] = [(seq, 1.0 - dist) for seq, dist in distances.items()]
-    # Context (#20): a candidate borrows from an adjacent memory of the same session (context.py).
-    # Only when both rankers answered: keyword mode keeps BM25 order, semantic mode cosine order.
-    fused = convex(lists, adjust=(lambda scores: context_bonus(conn, scores)) if len(lists) == 2 else None)
+    # Context (#20): a candidate borrows from an adjacent memory of the same session (context.py),
+    # and dates count when the query asks "when" or names a period (dates.py). Only when both
+    # rankers answered: keyword mode keeps BM25 order, semantic mode cosine order.
+    fused = convex(lists, adjust=(lambda scores: _bonuses(conn, query, now, scores)) if len(lists) == 2 else None)
     where, params = _filters(scope, types, include_superseded, now)
     # Whole rows (and snippets) only for the head of the fused list; a key whose row is gone
     # (deleted since it was ranked) is skipped, so read a margin beyond `limit`.
