@@ -101,7 +101,7 @@ def test_one_open_segment_enforced_by_index(app):
     db = app.db
     tid = new_task(db)
     act(db, segments.open_segment, task_id=tid, who=None, now=T0)
-    with pytest.raises(Exception, match="UNIQUE"):
+    with pytest.raises(Exception, match="UNIQUE|unique constraint"):  # SQLite's words, then PostgreSQL's
         act(db, segments.open_segment, task_id=tid, who=None, now=T0 + 1)
 
 
