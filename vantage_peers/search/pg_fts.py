@@ -221,6 +221,10 @@ def tsquery(node: Node, lex: dict[str, tuple[tuple[str, int], ...]], labels: dic
 
 # ---- BM25
 
+# A row's tsvector cut down to the query's lexemes (`?` = their array) before it is unnested: two
+# ts_delete passes in C cost far less than a row per lexeme of the whole document.
+_ONLY = "ts_delete(m.doc, tsvector_to_array(ts_delete(m.doc, ?::text[])))"
+
 _columns: dict[str, tuple[str, ...]] = {}
 
 
@@ -321,12 +325,16 @@ def _ranked_rows(conn: Connection, *, fts: str, table: str, query: str, terms: l
     if scored:
         hits = (f"SELECT d.seq AS vp_seq, d.id AS vp_id, f.len AS vp_len, u.lexeme AS vp_lexeme, "
                 f"u.positions AS vp_positions, u.weights AS vp_weights "
-                f"FROM {fts} f JOIN {source} d ON d.seq = f.seq CROSS JOIN LATERAL unnest(f.doc) AS u "
+                f"FROM {fts} f JOIN {source} d ON d.seq = f.seq CROSS JOIN LATERAL unnest(%s) AS u "
                 f"WHERE {matching} AND (u.lexeme = ANY(?::text[]) OR EXISTS (SELECT 1 FROM unnest(?::text[]) "
                 f"AS x(p) WHERE starts_with(u.lexeme, x.p)))")
         wanted = sorted({lexeme for t in scored for lexeme, _ in t.lex})
         prefixes = sorted({t.lex[-1][0] for t in scored if t.prefix})
-        hit_args: list[Any] = [*source_args, query, *params, wanted, prefixes]
+        if prefixes:  # a prefix can match lexemes not known in advance: every lexeme of the row is read
+            hits, pre = hits.replace("unnest(%s)", "unnest(f.doc)"), []
+        else:
+            hits, pre = hits.replace("unnest(%s)", "unnest(" + _ONLY.replace("m.doc", "f.doc") + ")"), [wanted]
+        hit_args: list[Any] = [*source_args, *pre, query, *params, wanted, prefixes]
     else:  # only zero-weight phrases: every match scores 0, as in FTS5
         hits = (f"SELECT d.seq AS vp_seq, d.id AS vp_id, f.len AS vp_len, NULL::text AS vp_lexeme, "
                 f"NULL::int2[] AS vp_positions, NULL::text[] AS vp_weights "
@@ -406,13 +414,13 @@ def _sql_ranked(conn: Connection, *, fts: str, table: str, query: str, scored: l
         "(1 - ?::float8 + ?::float8 * m.len / nullif(s.total / nullif(s.n, 0), 0)))), 0) AS score "
         "FROM vp_match m CROSS JOIN vp_stats s LEFT JOIN LATERAL (SELECT t.idf, "
         f"({freq_sql})::float8 AS freq "
-        "FROM unnest(m.doc) AS u JOIN vp_terms t ON t.lexeme = u.lexeme) AS x ON x.freq > 0 GROUP BY m.seq) "
+        f"FROM unnest({_ONLY}) AS u JOIN vp_terms t ON t.lexeme = u.lexeme) AS x ON x.freq > 0 GROUP BY m.seq) "
         f"SELECT {columns}, -sc.score AS vp_rank FROM vp_scored sc JOIN {table} d ON d.seq = sc.seq "
         "ORDER BY vp_rank, d.id LIMIT ?"
     )
     args = [*(_phrase_tsquery(Phrase("", None, False), t.lex, t.label) for t in scored),
             [t.lex[0][0] for t in scored], [t.label for t in scored],
-            *source_args, query, *params, K1, K1, B, B, int(limit)]
+            *source_args, query, *params, K1, K1, B, B, sorted({t.lex[0][0] for t in scored}), int(limit)]
     out = []
     for row in budget.query(conn, sql, args):
         row = dict(row)
