@@ -205,6 +205,9 @@ def test_command_line_mistakes_are_one_line(env, tmp_path, capsys):
     code, _, err = _migrate(capsys, "--from", str(tmp_path / "missing.db"), "--to", str(tmp_path / "t.db"))
     assert code == 2 and "MIGRATE_DB: the source" in err and "does not exist" in err
     assert not (tmp_path / "t.db").exists()
+    (tmp_path / "notes.txt").write_text("not a database " * 100)
+    code, _, err = _migrate(capsys, "--from", str(tmp_path / "notes.txt"), "--to", str(tmp_path / "t.db"))
+    assert code == 2 and "MIGRATE_DB: opening the source failed: NotADBError" in err
     (tmp_path / "same.db").touch()
     code, _, err = _migrate(capsys, "--from", str(tmp_path / "same.db"), "--to", str(tmp_path / "." / "same.db"))
     assert code == 2 and "name the same database" in err

@@ -478,10 +478,13 @@ def run(source_where: str, target_where: str, *, force: bool = False, verify_onl
         raise TransferError(f"--batch-size must be at least 1, got {batch}")
     if _identity(source_where) == _identity(target_where):
         raise TransferError("--from and --to name the same database")
-    source = opener(source_where, role="source")
-    target = None
+    source = target = None
+    stage = "opening the source"
     try:
+        source = opener(source_where, role="source")
+        stage = "opening the target"
         target = opener(target_where, role="target")
+        stage = "the copy"
         specs = schema_tables()
         if not verify_only:
             prepare(source, target, err=err)
@@ -492,6 +495,7 @@ def run(source_where: str, target_where: str, *, force: bool = False, verify_onl
                           "(vectors are re-made by the target's embedding worker or `vantage-peers reindex`)\n")
             err.write("migrate-db: full-text indexes were rebuilt by the target from the copied rows\n")
         err.write("migrate-db: verifying counts and checksums\n")
+        stage = "the verification"
         checks = verify(source, target, batch=batch, specs=specs)
         out.write(format_checks(checks) + "\n")
         out.flush()
@@ -503,8 +507,8 @@ def run(source_where: str, target_where: str, *, force: bool = False, verify_onl
         return 0
     except Exception as exc:
         if type(exc).__module__.split(".")[0] in ("psycopg", "psycopg_pool", "apsw"):  # the database's own words
-            raise TransferError(f"{type(exc).__name__}: {str(exc).strip()}; nothing was committed to the "
-                                "target if the copy had not finished") from exc
+            raise TransferError(f"{stage} failed: {type(exc).__name__}: {str(exc).strip()}; nothing was "
+                                "committed to the target") from exc
         raise
     finally:
         for db in (source, target):
