@@ -16,13 +16,16 @@ from vantage_peers.db import Database, transfer
 from vantage_peers.db.postgres import PgDatabase
 from vantage_peers.server import create_app
 
-pytestmark = pytest.mark.skipif(postgres.available() is not None, reason=str(postgres.available()))
+needs_pg = pytest.mark.skipif(postgres.available() is not None, reason=str(postgres.available()))
 
 
 @pytest.fixture
 def env(monkeypatch):
     for name in ("VP_DATABASE_URL", "VP_DB_PATH", "VP_ORCHESTRATOR"):
-        monkeypatch.delenv(name, raising=False)
+        # set, then removed: the undo puts back the value from before the test (usually none), also
+        # over a VP_DATABASE_URL that `main(["--database-url", …])` wrote into os.environ
+        monkeypatch.setenv(name, "x")
+        monkeypatch.delenv(name)
     monkeypatch.setenv("VP_SCHEDULER", "off")
 
 
@@ -62,6 +65,7 @@ def _migrate(capsys, *args: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
+@needs_pg
 def test_round_trip_keeps_every_row_and_value(env, filled, pg_url, tmp_path, capsys):
     back = tmp_path / "back.db"
     source = Database(filled)
@@ -109,6 +113,7 @@ def test_round_trip_keeps_every_row_and_value(env, filled, pg_url, tmp_path, cap
     app.db.close()
 
 
+@needs_pg
 def test_postgres_target_takes_new_writes_after_the_copy(env, filled, pg_url, capsys):
     """Identity sequences were moved past the copied `seq` values: new rows do not collide."""
     code, _, err = _migrate(capsys, "--from", str(filled), "--to", pg_url)
@@ -129,6 +134,7 @@ def test_postgres_target_takes_new_writes_after_the_copy(env, filled, pg_url, ca
     source.close()
 
 
+@needs_pg
 def test_verification_names_a_changed_row(env, filled, pg_url, capsys):
     code, _, err = _migrate(capsys, "--from", str(filled), "--to", pg_url)
     assert code == 0, err
@@ -161,6 +167,7 @@ def test_checksums_agree_across_backends_for_awkward_values():
     assert transfer.checksum([("ab", "c")]) != transfer.checksum([("a", "bc")])
 
 
+@needs_pg
 def test_refuses_a_target_with_rows_unless_force(env, filled, pg_url, capsys):
     assert _migrate(capsys, "--from", str(filled), "--to", pg_url)[0] == 0
     code, out, err = _migrate(capsys, "--from", str(filled), "--to", pg_url)
@@ -174,6 +181,7 @@ def test_refuses_a_target_with_rows_unless_force(env, filled, pg_url, capsys):
     target.close()
 
 
+@needs_pg
 def test_a_nul_character_stops_the_copy_with_nothing_written(env, tmp_path, pg_url, capsys):
     path = tmp_path / "nul.db"
     app = create_app(make_settings(path, orchestrator="alice"))
@@ -190,6 +198,7 @@ def test_a_nul_character_stops_the_copy_with_nothing_written(env, tmp_path, pg_u
     target.close()
 
 
+@needs_pg
 def test_an_older_source_file_is_migrated_first(env, tmp_path, pg_url, capsys):
     path = older_file(tmp_path / "old.db", 13, "INSERT INTO meta (key, value) VALUES ('old', 'yes')",
                       "INSERT INTO messages (id, sender, channel, content, createdAt) VALUES ('m1', 'a', 'b', 'c', 1)")
@@ -201,6 +210,7 @@ def test_an_older_source_file_is_migrated_first(env, tmp_path, pg_url, capsys):
     db.close()
 
 
+@needs_pg
 def test_command_line_mistakes_are_one_line(env, tmp_path, capsys):
     code, _, err = _migrate(capsys, "--from", str(tmp_path / "missing.db"), "--to", str(tmp_path / "t.db"))
     assert code == 2 and "MIGRATE_DB: the source" in err and "does not exist" in err
@@ -216,6 +226,7 @@ def test_command_line_mistakes_are_one_line(env, tmp_path, capsys):
     assert code == 2 and "MIGRATE_DB: cannot open the source" in err and "Traceback" not in err
 
 
+@needs_pg
 def test_database_url_option_points_every_command_at_postgres(env, filled, pg_url, capsys, monkeypatch):
     assert _migrate(capsys, "--from", str(filled), "--to", pg_url)[0] == 0
     monkeypatch.setenv("VP_DB_PATH", str(filled.parent / "elsewhere.db"))
@@ -225,3 +236,19 @@ def test_database_url_option_points_every_command_at_postgres(env, filled, pg_ur
         out = capsys.readouterr().out
         assert '"alice"' in out  # the peer copied into PostgreSQL, not the empty VP_DB_PATH file
     assert not (filled.parent / "elsewhere.db").exists()
+
+
+def test_file_to_file_copy_and_a_live_source_caught_by_the_verification(env, filled, tmp_path, capsys):
+    """No PostgreSQL needed: the same copy between two files; a source written after the copy no
+    longer matches, and --verify-only says where."""
+    copy = tmp_path / "copy.db"
+    code, out, err = _migrate(capsys, "--from", str(filled), "--to", str(copy))
+    assert code == 0, err
+    assert _sums(Database(copy)) == _sums(Database(filled))
+    app = create_app(make_settings(filled, orchestrator="alice"))
+    with open_tools(app) as tools:
+        tools.call("send_message", channel="bob", content="written after the copy")
+    app.db.close()
+    code, out, err = _migrate(capsys, "--from", str(filled), "--to", str(copy), "--verify-only")
+    assert code == 1 and re.search(r"MISMATCH messages: first difference at seq=\d+ \(only in the source\)", out)
+    assert "MISMATCH messageReceipts" in out
