@@ -7,7 +7,8 @@ Usage: uv run python benchmarks/backends.py [--per-process 300] [--memories 1000
 For each backend, through the MCP tools (in-memory SDK client, one app per OS process):
 1. send_message then check_messages with 1 and 4 processes: calls/s aggregate and p50 per call,
    0 lost checked by counting rows;
-2. recall p50 over `--memories` memories (10,000; `--big` adds 100,000), keyword ranking
+2. recall p50 over `--memories` memories (10,000; `--big` adds 100,000) of text with Zipf word
+   frequencies, two-word queries, keyword ranking
    (embeddings off: vectors would measure the embedding endpoint, not the database);
 3. checkout race: `--racers` processes call checkout_task on the same task at once, `--rounds`
    times; exactly one winner per task is required;
@@ -48,11 +49,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 logging.disable(logging.INFO)  # the servers' and HTTP clients' request logs (here and in spawned processes)
 MASTER = "c5" * 32
-WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
-         "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango",
-         "uniform", "victor", "whiskey", "xray", "yankee", "zulu", "deploy", "cache", "index", "query",
-         "lease", "shard", "replica", "backup", "restore", "latency", "budget", "memory", "vector",
-         "token", "schema", "migrate", "cluster")
+# Text with a natural word-frequency curve: 5,000 made-up words drawn with Zipf weights (1/rank), so a
+# query of two mid-frequency words matches a few percent of the memories, as real questions do.
+VOCABULARY = [f"{a}{b}{c}" for a in "bdfgklmnprstvz" for b in "aeiou" for c in ("", "n", "r", "s", "l", "m", "t",
+              "ck", "nd", "st", "rk", "mp", "lt", "sh")][:980]
+VOCABULARY = [w + s for s in ("", "a", "o", "en", "ix") for w in VOCABULARY][:4900]
+WEIGHTS = [1 / rank for rank in range(1, len(VOCABULARY) + 1)]
 
 
 # -- where the databases live --------------------------------------------------------------------
@@ -230,7 +232,7 @@ def fill_memories(where: dict[str, Any], n: int) -> None:
         for start in range(0, n, 2000):
             def batch(c, start=start) -> None:
                 for i in range(start, min(n, start + 2000)):
-                    text = " ".join(rng.choice(WORDS) for _ in range(12))
+                    text = " ".join(rng.choices(VOCABULARY, WEIGHTS, k=12))
                     store.store_memory(c, namespace=f"team/t{i % 10}", type="fact", content=f"{text} #{i}",
                                        created_by="bench")
             db.write(batch)
@@ -240,7 +242,7 @@ def fill_memories(where: dict[str, Any], n: int) -> None:
 
 def recall(backend: Backend, memories: int, queries: int = 60) -> dict[str, str]:
     rng = random.Random(7)
-    asks = [" ".join(rng.sample(WORDS, 2)) for _ in range(queries)]
+    asks = [" ".join(rng.sample(VOCABULARY[20:400], 2)) for _ in range(queries)]
     with backend.database() as where:
         t = time.perf_counter()
         fill_memories(where, memories)
