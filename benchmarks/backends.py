@@ -13,7 +13,8 @@ For each backend, through the MCP tools (in-memory SDK client, one app per OS pr
 3. checkout race: `--racers` processes call checkout_task on the same task at once, `--rounds`
    times; exactly one winner per task is required;
 and then 4 `serve` processes on one PostgreSQL against one `serve --workers 4` on the SQLite file:
-8 concurrent HTTP clients (2 load processes) alternating send_message and check_messages.
+8 concurrent HTTP clients (2 load processes) alternating send_message and check_messages; and
+`migrate-db` of a file with `--memories` memories to PostgreSQL and back (rows/s, verification time).
 
 PostgreSQL is the embedded server of tests/support/postgres.py (PostgreSQL 18 + pgvector), set back
 to durable settings for the run (fsync on; synchronous_commit off, the counterpart of SQLite's WAL
@@ -419,6 +420,39 @@ def serve_load(backend: Backend, servers: int, workers: int, seconds: float) -> 
             "sent/stored": f"{sent}/{stored}" + ("" if sent == stored else " MISMATCH")}
 
 
+# -- 5. migrate-db ----------------------------------------------------------------------------
+def migrate_speed(sqlite: Backend, postgres: Backend, memories: int) -> dict[str, str]:
+    """Copy a file of `memories` memories (plus their messages-free rest) to PostgreSQL and back, verified."""
+    import io
+
+    from vantage_peers.db import transfer
+
+    def one_way(src: str, dst: str) -> tuple[float, float, int]:
+        source, target = transfer.open_side(src, role="source"), transfer.open_side(dst, role="target")
+        try:
+            transfer.prepare(source, target, err=io.StringIO())
+            t = time.perf_counter()
+            result = transfer.copy(source, target, err=io.StringIO())
+            copied = time.perf_counter() - t
+            t = time.perf_counter()
+            checks = transfer.verify(source, target)
+            verified = time.perf_counter() - t
+            assert all(c.ok for c in checks), [c.name for c in checks if not c.ok]
+            return copied, verified, sum(result.copied.values())
+        finally:
+            source.close()
+            target.close()
+
+    with sqlite.database() as file_side, postgres.database() as pg_side:
+        fill_memories(file_side, memories)
+        back = sqlite.tmp / "back.db"
+        there = one_way(str(file_side["db_path"]), pg_side["database_url"])
+        home = one_way(pg_side["database_url"], str(back))
+    return {"file -> PostgreSQL": f"{there[2] / there[0]:.0f} rows/s", "verify": f"{there[1]:.1f} s",
+            "PostgreSQL -> file": f"{home[2] / home[0]:.0f} rows/s", "verify back": f"{home[1]:.1f} s",
+            "rows": str(there[2])}
+
+
 # -- the table ---------------------------------------------------------------------------------
 def attempt(label: str, fn: Callable[[], dict[str, str]], rows: list[tuple[str, dict[str, str]]]) -> None:
     print(f"... {label}", file=sys.stderr, flush=True)
@@ -466,12 +500,17 @@ def main() -> None:
     parser.add_argument("--database-url", help="a PostgreSQL server (admin URL) instead of the embedded one")
     parser.add_argument("--only", choices=("sqlite", "postgres"))
     parser.add_argument("--skip-serve", action="store_true")
+    parser.add_argument("--skip-migrate", action="store_true", help="no migrate-db timing")
     args = parser.parse_args()
     names = [args.only] if args.only else ["sqlite", "postgres"]
     rows: list[tuple[str, dict[str, str]]] = []
+    admin = (args.database_url or embedded_admin_url()) if "postgres" in names else None
     for name in names:
-        run_backend(Backend(name, (args.database_url or embedded_admin_url()) if name == "postgres" else None),
-                    args, rows)
+        run_backend(Backend(name, admin if name == "postgres" else None), args, rows)
+    if len(names) == 2 and not args.skip_migrate:
+        count = 100_000 if args.big else args.memories
+        attempt(f"migrate-db, {count} memories", lambda: migrate_speed(
+            Backend("sqlite"), Backend("postgres", admin), count), rows)
     print(f"\nbackends.py on {os.cpu_count()} cores (python {sys.version.split()[0]})")
     print_table(rows)
 
