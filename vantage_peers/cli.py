@@ -145,8 +145,13 @@ def build_parser() -> argparse.ArgumentParser:
     # #25: `--database-url` before or after any command sets VP_DATABASE_URL for it.
     url_help = "PostgreSQL instead of the SQLite file: sets VP_DATABASE_URL (postgresql://user@host/db)"
     parser.add_argument("--database-url", dest="database_url", default=None, help=url_help)
-    for each in sub.choices.values():
+    pending = list(sub.choices.values())
+    while pending:  # every command and sub-command (token create, guard install…)
+        each = pending.pop()
+        if "--database-url" in each._option_string_actions:  # an alias of a parser already done
+            continue
         each.add_argument("--database-url", dest="database_url", default=argparse.SUPPRESS, help=url_help)
+        pending += [p for a in each._actions if isinstance(a, argparse._SubParsersAction) for p in a.choices.values()]
     return parser
 
 
