@@ -347,7 +347,7 @@ def _start_serve(where: dict[str, Any], workdir: Path, workers: int, pool: int) 
     return proc, f"http://127.0.0.1:{port}/mcp"
 
 
-def _load(url: str, clients: int, seconds: float, start_at: float, out) -> None:
+def _load(urls: list[str], first: int, clients: int, seconds: float, start_at: float, out) -> None:
     import anyio
     import httpx2
 
@@ -365,6 +365,7 @@ def _load(url: str, clients: int, seconds: float, start_at: float, out) -> None:
                 else:
                     call = {"name": "check_messages", "arguments": {"recipient": f"c{n}", "limit": 20}}
                 t = time.perf_counter()
+                url = urls[(first + n) % len(urls)]  # the clients spread over the servers
                 r = await http.post(url, json={"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": call})
                 counts["times"].append(time.perf_counter() - t)
                 if r.status_code == 200 and '"isError":false' in r.text.replace(" ", ""):
@@ -394,10 +395,8 @@ def serve_load(backend: Backend, servers: int, workers: int, seconds: float) -> 
             ctx = mp.get_context("spawn")
             out = ctx.Queue()
             start_at = time.time() + 3
-            # 8 clients in all: 2 load processes on one server, or one load process per server.
-            loaders = max(2, len(urls))
-            loaders = [ctx.Process(target=_load, args=(urls[i % len(urls)], 8 // loaders, seconds, start_at, out))
-                       for i in range(loaders)]
+            # The same load whatever the servers: 2 load processes x 4 clients, spread over the servers.
+            loaders = [ctx.Process(target=_load, args=(urls, 4 * i, 4, seconds, start_at, out)) for i in range(2)]
             for p in loaders:
                 p.start()
             results = [out.get(timeout=600) for _ in loaders]
@@ -475,12 +474,13 @@ def print_table(rows: list[tuple[str, dict[str, str]]]) -> None:
 
 def run_backend(backend: Backend, args: argparse.Namespace, rows: list[tuple[str, dict[str, str]]]) -> None:
     name = backend.name
-    for n in (1, 4):
+    for n in () if args.serve_only else (1, 4):
         attempt(f"{name}: send+check, {n} process(es)", lambda n=n: send_check(backend, n, args.per_process), rows)
-    for count in (args.memories, *((100_000,) if args.big else ())):
+    for count in () if args.serve_only else (args.memories, *((100_000,) if args.big else ())):
         attempt(f"{name}: recall, {count} memories", lambda c=count: recall(backend, c), rows)
-    attempt(f"{name}: checkout race, {args.racers} processes x {args.rounds} tasks",
-            lambda: checkout_race(backend, args.racers, args.rounds), rows)
+    if not args.serve_only:
+        attempt(f"{name}: checkout race, {args.racers} processes x {args.rounds} tasks",
+                lambda: checkout_race(backend, args.racers, args.rounds), rows)
     if not args.skip_serve:
         if name == "sqlite":
             attempt("sqlite: 1 serve --workers 4, 8 HTTP clients", lambda: serve_load(backend, 1, 4, args.seconds), rows)
@@ -501,13 +501,14 @@ def main() -> None:
     parser.add_argument("--only", choices=("sqlite", "postgres"))
     parser.add_argument("--skip-serve", action="store_true")
     parser.add_argument("--skip-migrate", action="store_true", help="no migrate-db timing")
+    parser.add_argument("--serve-only", action="store_true", help="only the serve comparison")
     args = parser.parse_args()
     names = [args.only] if args.only else ["sqlite", "postgres"]
     rows: list[tuple[str, dict[str, str]]] = []
     admin = (args.database_url or embedded_admin_url()) if "postgres" in names else None
     for name in names:
         run_backend(Backend(name, admin if name == "postgres" else None), args, rows)
-    if len(names) == 2 and not args.skip_migrate:
+    if len(names) == 2 and not (args.skip_migrate or args.serve_only):
         count = 100_000 if args.big else args.memories
         attempt(f"migrate-db, {count} memories", lambda: migrate_speed(
             Backend("sqlite"), Backend("postgres", admin), count), rows)
