@@ -424,7 +424,7 @@ def migrate_speed(sqlite: Backend, postgres: Backend, memories: int) -> dict[str
     """Copy a file of `memories` memories (plus their messages-free rest) to PostgreSQL and back, verified."""
     import io
 
-    from vantage_peers.db import transfer
+    from vantage_peers.db import transfer, transfer_check
 
     def one_way(src: str, dst: str) -> tuple[float, float, int]:
         source, target = transfer.open_side(src, role="source"), transfer.open_side(dst, role="target")
@@ -434,7 +434,7 @@ def migrate_speed(sqlite: Backend, postgres: Backend, memories: int) -> dict[str
             result = transfer.copy(source, target, err=io.StringIO())
             copied = time.perf_counter() - t
             t = time.perf_counter()
-            checks = transfer.verify(source, target)
+            checks = transfer_check.verify(source, target)
             verified = time.perf_counter() - t
             assert all(c.ok for c in checks), [c.name for c in checks if not c.ok]
             return copied, verified, sum(result.copied.values())

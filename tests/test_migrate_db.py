@@ -12,7 +12,7 @@ from support.migration_helpers import older_file
 from support.transfer_helpers import HOSTILE, HUGE, fill
 
 from vantage_peers.cli import main
-from vantage_peers.db import Database, transfer
+from vantage_peers.db import Database, transfer, transfer_check
 from vantage_peers.db.postgres import PgDatabase
 from vantage_peers.server import create_app
 
@@ -52,7 +52,7 @@ def _counts(db) -> dict[str, int]:
 
 def _sums(db) -> dict[str, tuple[int, str]]:
     specs = [s for s in transfer.schema_tables() if not s.derived]
-    return db.read(lambda c: {s.name: transfer.checksum(transfer.stream(c, s, 7)) for s in specs})
+    return db.read(lambda c: {s.name: transfer_check.checksum(transfer.stream(c, s, 7)) for s in specs})
 
 
 def _progress(err: str) -> dict[str, tuple[int, int]]:
@@ -161,10 +161,10 @@ def test_checksums_agree_across_backends_for_awkward_values():
     and a change anywhere in a row changes the checksum."""
     sqlite_rows = [(1, "a", 30, None), (2, "ü🦓", 2.5, "")]
     pg_rows = [(1, "a", 30.0, None), (2, "ü🦓", 2.5, "")]
-    assert transfer.checksum(sqlite_rows) == transfer.checksum(pg_rows)
+    assert transfer_check.checksum(sqlite_rows) == transfer_check.checksum(pg_rows)
     for changed in ([(1, "a", 30, "")], [(1, "a", 30.5, None)], [(1, "a ", 30, None)], [(1, 1, 30, None)]):
-        assert transfer.checksum(changed + sqlite_rows[1:]) != transfer.checksum(sqlite_rows)
-    assert transfer.checksum([("ab", "c")]) != transfer.checksum([("a", "bc")])
+        assert transfer_check.checksum(changed + sqlite_rows[1:]) != transfer_check.checksum(sqlite_rows)
+    assert transfer_check.checksum([("ab", "c")]) != transfer_check.checksum([("a", "bc")])
 
 
 @needs_pg

@@ -128,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .domains.leases import cli as leases_cli
 
     leases_cli.add_parser(sub)  # leases (#22): guard install|uninstall|check
-    # #25: copy everything between the SQLite file and PostgreSQL (db/transfer.py), verified by checksums.
+    # #25: copy everything between the SQLite file and PostgreSQL (db/migrate_db.py), verified by checksums.
     summary = ("copy every row between a SQLite file and PostgreSQL (either way), then verify counts and "
                "checksums per table; exit 1 on a mismatch (docs/scale.md)")
     move = sub.add_parser("migrate-db", help=summary, description=summary,
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["VP_DATABASE_URL"] = args.database_url
     try:
         if args.command == "migrate-db":  # #25: names both databases itself; VP_DB_PATH plays no part
-            from .db.transfer import run as run_transfer
+            from .db.migrate_db import run as run_transfer
 
             return run_transfer(args.source, args.target, force=args.force, verify_only=args.verify_only,
                                 batch=args.batch_size)
