@@ -128,6 +128,30 @@ def build_parser() -> argparse.ArgumentParser:
     from .domains.leases import cli as leases_cli
 
     leases_cli.add_parser(sub)  # leases (#22): guard install|uninstall|check
+    # #25: copy everything between the SQLite file and PostgreSQL (db/migrate_db.py), verified by checksums.
+    summary = ("copy every row between a SQLite file and PostgreSQL (either way), then verify counts and "
+               "checksums per table; exit 1 on a mismatch (docs/scale.md)")
+    move = sub.add_parser("migrate-db", help=summary, description=summary,
+                          formatter_class=argparse.RawDescriptionHelpFormatter,
+                          epilog="example:\n  vantage-peers migrate-db --from ~/.local/share/vantage-peers/"
+                                 "vantage-peers.db --to postgresql://vp@db.internal/vp\n\nsettings read: none "
+                                 "(--from and --to name both databases)")
+    move.add_argument("--from", dest="source", required=True, help="the database to copy: a file or postgresql://…")
+    move.add_argument("--to", dest="target", required=True,
+                      help="an empty database (migrated first): a file (created) or postgresql://…")
+    move.add_argument("--force", action="store_true", help="delete the target's rows first instead of refusing")
+    move.add_argument("--verify-only", action="store_true", help="copy nothing: compare the two databases")
+    move.add_argument("--batch-size", type=int, default=1000, help="rows fetched and written at a time (1000)")
+    # #25: `--database-url` before or after any command sets VP_DATABASE_URL for it.
+    url_help = "PostgreSQL instead of the SQLite file: sets VP_DATABASE_URL (postgresql://user@host/db)"
+    parser.add_argument("--database-url", dest="database_url", default=None, help=url_help)
+    pending = list(sub.choices.values())
+    while pending:  # every command and sub-command (token create, guard install…)
+        each = pending.pop()
+        if "--database-url" in each._option_string_actions:  # an alias of a parser already done
+            continue
+        each.add_argument("--database-url", dest="database_url", default=argparse.SUPPRESS, help=url_help)
+        pending += [p for a in each._actions if isinstance(a, argparse._SubParsersAction) for p in a.choices.values()]
     return parser
 
 
@@ -138,7 +162,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handlers = parser.vp_handlers  # type: ignore[attr-defined]
+    if args.database_url:  # #25: the option wins over the environment, for this process and its children
+        import os
+
+        os.environ["VP_DATABASE_URL"] = args.database_url
     try:
+        if args.command == "migrate-db":  # #25: names both databases itself; VP_DB_PATH plays no part
+            from .db.migrate_db import run as run_transfer
+
+            return run_transfer(args.source, args.target, force=args.force, verify_only=args.verify_only,
+                                batch=args.batch_size)
         if args.command == "guard":  # leases (#22): before the DB check, an unreachable DB only warns
             from .domains.leases.cli import run as run_guard
 
