@@ -122,8 +122,6 @@ def test_stale_vector_is_dropped_and_re_embedded(eapp, etools):
 
 
 def test_one_job_embeds_memories_and_fix_patterns_and_reindex_covers_both(eapp, etools, server, db_path, backend):
-    if backend == "postgres":  # reindex on PostgreSQL: tests/test_search_postgres.py
-        pytest.xfail("the scheduler's SQL and a second app on the same database are the lead's part of #25")
     from vantage_peers.scheduler import Scheduler
 
     etools.call("store_memory", namespace="global", type="note", content="a car memory", createdBy="x")
@@ -134,7 +132,8 @@ def test_one_job_embeds_memories_and_fix_patterns_and_reindex_covers_both(eapp, 
 
     assert run_doctor(eapp.settings, out=out) == 0
     assert f"on file: {MODEL} ({DIMS} dims, 5 vectors: 1 memories, 4 fix patterns)" in out.getvalue()
-    changed = create_app(embedding_settings(db_path, server, embedding_model="fake-embed-2"))
+    changed = create_app(embedding_settings(db_path, server, embedding_model="fake-embed-2",
+                                            database_url=eapp.settings.database_url))
     try:
         with open_tools(changed) as tools:
             found = tools.call("search_fix_patterns", query=QUERY)
