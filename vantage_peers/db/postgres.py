@@ -44,6 +44,7 @@ T = TypeVar("T")
 Row = dict[str, Any]
 
 NOTIFY_CHANNEL = "vp_commit"
+_WRITE_END = f"SELECT pg_notify('{NOTIFY_CHANNEL}', ''); COMMIT"  # the notice is delivered only if COMMIT succeeds
 
 
 class PostgresMissing(VantageError):
@@ -286,15 +287,13 @@ class PgDatabase:
                     conn.in_tx = kind
                     committing = False
                     try:
-                        raw.execute(begin)
-                        # A row lock held by another transaction: wait at most what is left of the budget.
-                        raw.execute(f"SET LOCAL lock_timeout = {max(1, scope.remaining_ms())}")
+                        # One round trip each to open and to close: a row lock held by another
+                        # transaction is waited on at most what is left of the budget.
+                        raw.execute(f"{begin}; SET LOCAL lock_timeout = {max(1, scope.remaining_ms())}")
                         result = fn(conn)
-                        if kind == "write":
-                            raw.execute(f"SELECT pg_notify('{NOTIFY_CHANNEL}', '')")
                         conn.in_tx = None
                         committing = True  # from here a lost connection leaves the outcome unknown
-                        raw.execute("COMMIT")
+                        raw.execute(_WRITE_END if kind == "write" else "COMMIT")
                         return result
                     except psycopg.OperationalError as exc:
                         conn.in_tx = None
