@@ -116,6 +116,48 @@ def test_permanent_refusal_fails_the_row_with_the_reason(settings, github):
         app.db.close()
 
 
+def test_senders_racing_in_threads_on_separate_handles_post_each_comment_once(gapp, github, settings):
+    """Four senders, each with its own app (its own connections, as four processes would have), drain one
+    outbox at once against a flaky GitHub: every comment is posted exactly once (a claim is one
+    conditional UPDATE; on PostgreSQL two overlapping claims cannot both commit)."""
+    import threading
+
+    github.fail_new = 1
+    for number in range(300, 306):
+        queue_comments(gapp, 4, number=number)
+    apps = [create_app(settings.model_copy(update={"github_token": TOKEN, "github_api_url": github.url,
+                                                   "github_retry_seconds": 0.05})) for _ in range(4)]
+    gate, errors = threading.Barrier(len(apps)), []
+
+    def work(app):
+        try:
+            gate.wait()
+            sender = Sender(app)
+            for _ in range(400):
+                sender.run(batch=3)
+                if app.db.read(outbox.pending_count) == 0:
+                    return
+                time.sleep(0.01)
+            errors.append("outbox did not drain")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in apps]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    finally:
+        for a in apps:
+            a.db.close()
+    assert errors == []
+    with github.lock:
+        per_issue = {key: [c["body"] for c in items] for key, items in github.comments.items()}
+    assert len(per_issue) == 6 and all(len(b) == 4 and len(set(b)) == 4 for b in per_issue.values()), per_issue
+    assert gapp.db.read(lambda c: c.scalar("SELECT count(*) FROM githubOutbox WHERE status = 'sent'")) == 24
+
+
 def test_a_send_whose_outcome_was_lost_is_not_repeated(gapp, github):
     """A sender that posted and died before recording it: the next one finds the marker, posts nothing."""
     queue_comments(gapp, 1)
