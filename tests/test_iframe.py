@@ -171,6 +171,40 @@ def test_two_processes_creating_one_session_id_one_wins(db_path):
     assert outs == ["conflict", "created"]
 
 
+def test_threads_on_separate_handles_creating_one_session_id_one_wins(settings):
+    """The same race on either backend: six handles (connections, pools) insert one sessionId at once."""
+    import threading
+
+    from vantage_peers.db import open_database
+    from vantage_peers.errors import Conflict
+
+    handles = [open_database(settings) for _ in range(6)]
+    gate, outcomes, lock = threading.Barrier(len(handles)), [], threading.Lock()
+
+    def create(db):
+        gate.wait()
+        try:
+            db.write(lambda c: store.create_session(c, session_id="same", origin="https://a.example",
+                                                    expires_at=2**62, tenant_id=None, user_id=None))
+            got = "created"
+        except Conflict:
+            got = "conflict"
+        with lock:
+            outcomes.append(got)
+
+    threads = [threading.Thread(target=create, args=(h,)) for h in handles]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert sorted(outcomes) == ["conflict"] * 5 + ["created"]
+        assert handles[0].read(lambda c: c.scalar("SELECT count(*) FROM iframeEmbedSessions")) == 1
+    finally:
+        for h in handles:
+            h.close()
+
+
 def test_migration_011_keeps_sessions_and_leaves_old_ones_ownerless(tmp_path):
     """A version-10 file with a live embed session upgrades: the session stays, with no owner, so it is
     master/system's (and local stdio's) to touch or revoke; sessions created after are their creator's."""
