@@ -278,7 +278,7 @@ def test_jobs_run_through_the_scheduler(gapp, github):
     assert not any(isinstance(v, Exception) for v in results.values())
 
 
-def test_several_processes_file_one_auto_issue_and_count_each_error_once(db_path, github, monkeypatch):
+def test_several_processes_file_one_auto_issue_and_count_each_error_once(settings, github, monkeypatch):
     """Three OS processes poll one deployment and drain the outbox at the same time."""
     import os
     import subprocess
@@ -287,22 +287,25 @@ def test_several_processes_file_one_auto_issue_and_count_each_error_once(db_path
 
     logs = FakeConvexLogs()
     try:
-        setup = create_app(make_settings(db_path))
+        setup = create_app(settings)
         with open_tools(setup) as tools:
             tools.call("add_deployment", name="prod", deploymentUrl=logs.url, deployKeyEnvVar="DEPLOY_KEY_PROD",
                        githubRepo=REPO, orchestrator="dave")
         setup.db.close()
         for _ in range(5):
             logs.add_error("credits.js:charge", "Credits insufficient for user")
-        env = {**os.environ, "VP_DB_PATH": str(db_path), "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": github.url,
+        env = {**os.environ, "VP_DB_PATH": str(settings.db_path), "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": github.url,
                "DEPLOY_KEY_PROD": DEPLOY_KEY, "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none"}
+        env.pop("VP_DATABASE_URL", None)
+        if settings.database_url:  # the same PostgreSQL database in every worker
+            env["VP_DATABASE_URL"] = settings.database_url
         worker = Path(__file__).resolve().parent / "support" / "github_race_worker.py"
         start_at = str(time.time() + 3)
         procs = [subprocess.Popen([sys.executable, str(worker), start_at], env=env, stderr=subprocess.PIPE)
                  for _ in range(3)]
         for p in procs:
             assert p.wait(120) == 0, p.stderr.read().decode()
-        check = create_app(make_settings(db_path))
+        check = create_app(settings)
         rows = check.db.read(lambda c: c.query("SELECT count, githubIssueNumber FROM errorLogs"))
         queued = check.db.read(lambda c: c.scalar("SELECT count(*) FROM githubOutbox WHERE kind = 'create_issue'"))
         check.db.close()
