@@ -145,28 +145,27 @@ def test_upgrade_from_an_older_file_keeps_data(tmp_path):
         app.db.close()
 
 
-def test_two_processes_creating_one_session_id_one_wins(db_path):
+def test_two_processes_creating_one_session_id_one_wins(settings):
     """The UNIQUE constraint decides a duplicate create across processes: one id, one CONFLICT."""
     import subprocess
     import sys
 
-    from conftest import make_settings
-
     from vantage_peers.server import create_app
 
-    create_app(make_settings(db_path)).db.close()
+    create_app(settings).db.close()
     code = (
         "import sys; from vantage_peers.db import open_database; from vantage_peers.settings import Settings\n"
         "from vantage_peers.domains.iframe import store; from vantage_peers.errors import Conflict\n"
-        "s = Settings.from_env({}, dotenv=False).model_copy(update={'db_path': sys.argv[1]})\n"
+        "s = Settings.from_env({}, dotenv=False).model_copy(update={'db_path': sys.argv[1],"
+        " 'database_url': sys.argv[2] or None})\n"
         "db = open_database(s)\n"
         "try:\n"
         "    db.write(lambda c: store.create_session(c, session_id='same', origin='https://a.example',"
         " expires_at=2**62, tenant_id=None, user_id=None)); print('created')\n"
         "except Conflict: print('conflict')\n"
     )
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(db_path)], stdout=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(settings.db_path), settings.database_url or ""],
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outs = sorted(p.communicate(timeout=60)[0].strip() for p in procs)
     assert outs == ["conflict", "created"]
 
