@@ -7,9 +7,11 @@ import subprocess
 import sys
 import time
 
-from conftest import make_settings
+import pytest
 
 from vantage_peers.server import create_app
+
+pytestmark = pytest.mark.backends
 
 # Each racer process waits for the same start instant, then acts once and prints what happened.
 RACER = """
@@ -17,8 +19,10 @@ import sys, time
 from vantage_peers.db import open_database
 from vantage_peers.settings import Settings
 from vantage_peers.errors import VantageError
-settings = Settings.from_env({"VP_DB_PATH": sys.argv[1], "VP_EMBEDDINGS": "none", "VP_SCHEDULER": "off"},
-                             dotenv=False)
+env = {"VP_DB_PATH": sys.argv[1], "VP_EMBEDDINGS": "none", "VP_SCHEDULER": "off"}
+if sys.argv[6]:
+    env["VP_DATABASE_URL"] = sys.argv[6]
+settings = Settings.from_env(env, dotenv=False)
 db = open_database(settings)
 kind, task_id, start = sys.argv[2], sys.argv[3], float(sys.argv[4])
 time.sleep(max(0.0, start - time.time()))
@@ -37,10 +41,10 @@ db.close()
 """
 
 
-def test_releases_and_the_agents_pause_race_one_winner(tmp_path):
+def test_releases_and_the_agents_pause_race_one_winner(settings):
     """Release needs in_progress, pause needs the open segment: whichever commits first, the others lose."""
-    path = tmp_path / "race.db"
-    app = create_app(make_settings(path))
+    path = settings.db_path
+    app = create_app(settings)
     from vantage_peers.domains.tasks import store
 
     task_id = app.db.write(lambda c: store.create_task(c, payload={
@@ -49,12 +53,13 @@ def test_releases_and_the_agents_pause_race_one_winner(tmp_path):
     app.db.close()
     start = time.time() + 4.0  # every racer has imported by then
     racers = [("human", f"op{i}") for i in range(3)] + [("agent", "bob")] * 2
-    procs = [subprocess.Popen([sys.executable, "-c", RACER, str(path), kind, task_id, str(start), who],
-                              stdout=subprocess.PIPE, text=True) for kind, who in racers]
+    procs = [subprocess.Popen([sys.executable, "-c", RACER, str(path), kind, task_id, str(start), who,
+                               settings.database_url or ""], stdout=subprocess.PIPE, text=True)
+             for kind, who in racers]
     outcomes = [p.communicate(timeout=120)[0].strip() for p in procs]
     assert outcomes.count("won") == 1, outcomes
     assert all(o == "won" or o == "lost INVALID_STATE" for o in outcomes), outcomes
-    app = create_app(make_settings(path))
+    app = create_app(settings)
     try:
         task = app.db.read(lambda c: c.one("SELECT status, paused FROM tasks WHERE id = ?", (task_id,)))
         audit = app.db.read(lambda c: c.query("SELECT actor, action FROM humanActions"))

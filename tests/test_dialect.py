@@ -80,3 +80,39 @@ def test_rewritten_statements_answer_like_sqlite(db, sql, params, expected):
 
         got, expected = json.loads(got), json.loads(expected)
     assert got == expected
+
+
+@pytest.mark.backends
+def test_table_columns_keep_the_schema_spelling_on_both(db):
+    from vantage_peers.db.introspect import table_columns
+
+    columns = db.read(lambda c: table_columns(c, "githubRepoMapping"))
+    assert {"id", "repo", "project", "active", "createdBy", "createdAt"} <= columns
+    assert db.read(lambda c: table_columns(c, "no_such_table")) == set()
+    assert db.read(lambda c: table_columns(c, "x'); DROP TABLE meta; --")) == set()
+
+
+@pytest.mark.backends
+def test_constraint_errors_catch_a_unique_violation_on_both(db):
+    from vantage_peers.db.integrity import constraint_errors
+
+    db.write(lambda c: c.execute("INSERT INTO meta (key, value) VALUES ('k', 'v')"))
+    with pytest.raises(constraint_errors()):
+        db.write(lambda c: c.execute("INSERT INTO meta (key, value) VALUES ('k', 'again')"))
+    assert db.read(lambda c: c.scalar("SELECT value FROM meta WHERE key = 'k'")) == "v"
+
+
+@pytest.mark.backends
+def test_nul_in_text_is_stored_on_sqlite_and_refused_coded_on_postgresql(db):
+    from vantage_peers.errors import InvalidArgument
+
+    def put(c):
+        c.execute("INSERT INTO meta (key, value) VALUES ('nul', ?)", ("a\x00b",))
+
+    if db.backend == "postgres":
+        with pytest.raises(InvalidArgument, match="NUL"):
+            db.write(put)
+        assert db.read(lambda c: c.scalar("SELECT count(*) FROM meta WHERE key = 'nul'")) == 0
+    else:
+        db.write(put)
+        assert db.read(lambda c: c.scalar("SELECT value FROM meta WHERE key = 'nul'")) == "a\x00b"

@@ -30,6 +30,17 @@ def test_content_kept_exactly(tools):
     assert tools.call("get_diary", date="2026-01-02", orchestrator="sigma")["content"] == body
 
 
+def test_nul_in_content_is_kept_on_sqlite_and_refused_coded_on_postgresql(tools, backend):
+    body = "before\x00after"
+    if backend == "postgres":  # PostgreSQL text cannot hold U+0000: a clean refusal, nothing written
+        assert "INVALID_ARGUMENT" in tools.error("write_diary", date="2026-01-03", orchestrator="sigma", content=body)
+        assert tools.call("get_diary", date="2026-01-03", orchestrator="sigma") is None
+        assert tools.call("write_diary", date="2026-01-03", orchestrator="sigma", content="fine")  # still usable
+    else:
+        tools.call("write_diary", date="2026-01-03", orchestrator="sigma", content=body)
+        assert tools.call("get_diary", date="2026-01-03", orchestrator="sigma")["content"] == body
+
+
 def test_list_diaries_insert_n_get_n_newest_date_first(tools):
     n = 45
     for i in range(n):

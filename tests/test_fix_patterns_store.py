@@ -11,8 +11,8 @@ from support.fix_patterns_helpers import child_race
 from vantage_peers.db.integrity import constraint_errors
 from vantage_peers.domains.fix_patterns import store
 
-# The in-process tests run on both backends; the cross-process race opens the SQLite file by path.
-backends = pytest.mark.backends
+# On both backends (the cross-process race too: its children open the file, or the PostgreSQL URL).
+pytestmark = pytest.mark.backends
 
 
 def new_pattern(db, **over):
@@ -20,11 +20,12 @@ def new_pattern(db, **over):
     return db.write(lambda c: store.create(c, **args))["patternId"]
 
 
-def test_two_processes_racing_worked_attempts_validate_exactly_once(db, db_path):
+def test_two_processes_racing_worked_attempts_validate_exactly_once(db, settings):
     patterns = [new_pattern(db, symptom=f"race {i}") for i in range(12)]
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=child_race, args=(str(db_path), w, patterns, barrier, results)) for w in ("w1", "w2")]
+    procs = [ctx.Process(target=child_race, args=(str(settings.db_path), w, patterns, barrier, results,
+                                                  settings.database_url)) for w in ("w1", "w2")]
     for proc in procs:
         proc.start()
     won = dict(results.get(timeout=120) for _ in procs)
@@ -51,7 +52,6 @@ def fail_attempt_count_updates(conn) -> None:
                      "BEGIN SELECT RAISE(ABORT, 'disk full'); END")
 
 
-@backends
 def test_add_attempt_is_one_transaction(db):
     pid = new_pattern(db)
     db.write(fail_attempt_count_updates)
@@ -62,7 +62,6 @@ def test_add_attempt_is_one_transaction(db):
     assert db.read(lambda c: store.get(c, pattern_id=pid))["validated"] is False
 
 
-@backends
 def test_severity_is_checked_by_the_store_and_the_schema(db):
     from vantage_peers.errors import InvalidArgument
 
@@ -74,7 +73,6 @@ def test_severity_is_checked_by_the_store_and_the_schema(db):
             "createdAt, updatedAt) VALUES ('fxp_x', 's', 'r', '[]', '[]', 'p', 'blocker', 'x', 1, 1)"))
 
 
-@backends
 def test_writes_queue_embedding_jobs_in_the_same_transaction(db):
     pid = new_pattern(db)
     jobs = "SELECT count(*) FROM fixPatternEmbeddingJobs"
@@ -93,7 +91,6 @@ def test_writes_queue_embedding_jobs_in_the_same_transaction(db):
         assert db.read(lambda c: c.scalar("SELECT count(*) FROM fixPatterns_fts WHERE fixPatterns_fts MATCH 'changed'")) == 0
 
 
-@backends
 def test_link_issue_cap(db, monkeypatch):
     from vantage_peers.errors import InvalidArgument
 

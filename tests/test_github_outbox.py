@@ -116,6 +116,48 @@ def test_permanent_refusal_fails_the_row_with_the_reason(settings, github):
         app.db.close()
 
 
+def test_senders_racing_in_threads_on_separate_handles_post_each_comment_once(gapp, github, settings):
+    """Four senders, each with its own app (its own connections, as four processes would have), drain one
+    outbox at once against a flaky GitHub: every comment is posted exactly once (a claim is one
+    conditional UPDATE; on PostgreSQL two overlapping claims cannot both commit)."""
+    import threading
+
+    github.fail_new = 1
+    for number in range(300, 306):
+        queue_comments(gapp, 4, number=number)
+    apps = [create_app(settings.model_copy(update={"github_token": TOKEN, "github_api_url": github.url,
+                                                   "github_retry_seconds": 0.05})) for _ in range(4)]
+    gate, errors = threading.Barrier(len(apps)), []
+
+    def work(app):
+        try:
+            gate.wait()
+            sender = Sender(app)
+            for _ in range(400):
+                sender.run(batch=3)
+                if app.db.read(outbox.pending_count) == 0:
+                    return
+                time.sleep(0.01)
+            errors.append("outbox did not drain")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in apps]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    finally:
+        for a in apps:
+            a.db.close()
+    assert errors == []
+    with github.lock:
+        per_issue = {key: [c["body"] for c in items] for key, items in github.comments.items()}
+    assert len(per_issue) == 6 and all(len(b) == 4 and len(set(b)) == 4 for b in per_issue.values()), per_issue
+    assert gapp.db.read(lambda c: c.scalar("SELECT count(*) FROM githubOutbox WHERE status = 'sent'")) == 24
+
+
 def test_a_send_whose_outcome_was_lost_is_not_repeated(gapp, github):
     """A sender that posted and died before recording it: the next one finds the marker, posts nothing."""
     queue_comments(gapp, 1)
@@ -236,7 +278,7 @@ def test_jobs_run_through_the_scheduler(gapp, github):
     assert not any(isinstance(v, Exception) for v in results.values())
 
 
-def test_several_processes_file_one_auto_issue_and_count_each_error_once(db_path, github, monkeypatch):
+def test_several_processes_file_one_auto_issue_and_count_each_error_once(settings, github, monkeypatch):
     """Three OS processes poll one deployment and drain the outbox at the same time."""
     import os
     import subprocess
@@ -245,22 +287,25 @@ def test_several_processes_file_one_auto_issue_and_count_each_error_once(db_path
 
     logs = FakeConvexLogs()
     try:
-        setup = create_app(make_settings(db_path))
+        setup = create_app(settings)
         with open_tools(setup) as tools:
             tools.call("add_deployment", name="prod", deploymentUrl=logs.url, deployKeyEnvVar="DEPLOY_KEY_PROD",
                        githubRepo=REPO, orchestrator="dave")
         setup.db.close()
         for _ in range(5):
             logs.add_error("credits.js:charge", "Credits insufficient for user")
-        env = {**os.environ, "VP_DB_PATH": str(db_path), "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": github.url,
+        env = {**os.environ, "VP_DB_PATH": str(settings.db_path), "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": github.url,
                "DEPLOY_KEY_PROD": DEPLOY_KEY, "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none"}
+        env.pop("VP_DATABASE_URL", None)
+        if settings.database_url:  # the same PostgreSQL database in every worker
+            env["VP_DATABASE_URL"] = settings.database_url
         worker = Path(__file__).resolve().parent / "support" / "github_race_worker.py"
         start_at = str(time.time() + 3)
         procs = [subprocess.Popen([sys.executable, str(worker), start_at], env=env, stderr=subprocess.PIPE)
                  for _ in range(3)]
         for p in procs:
             assert p.wait(120) == 0, p.stderr.read().decode()
-        check = create_app(make_settings(db_path))
+        check = create_app(settings)
         rows = check.db.read(lambda c: c.query("SELECT count, githubIssueNumber FROM errorLogs"))
         queued = check.db.read(lambda c: c.scalar("SELECT count(*) FROM githubOutbox WHERE kind = 'create_issue'"))
         check.db.close()

@@ -146,30 +146,63 @@ def test_upgrade_from_an_older_file_keeps_data(tmp_path):
         app.db.close()
 
 
-def test_two_processes_creating_one_session_id_one_wins(db_path):
+def test_two_processes_creating_one_session_id_one_wins(settings):
     """The UNIQUE constraint decides a duplicate create across processes: one id, one CONFLICT."""
     import subprocess
     import sys
 
-    from conftest import make_settings
-
     from vantage_peers.server import create_app
 
-    create_app(make_settings(db_path)).db.close()
+    create_app(settings).db.close()
     code = (
         "import sys; from vantage_peers.db import open_database; from vantage_peers.settings import Settings\n"
         "from vantage_peers.domains.iframe import store; from vantage_peers.errors import Conflict\n"
-        "s = Settings.from_env({}, dotenv=False).model_copy(update={'db_path': sys.argv[1]})\n"
+        "s = Settings.from_env({}, dotenv=False).model_copy(update={'db_path': sys.argv[1],"
+        " 'database_url': sys.argv[2] or None})\n"
         "db = open_database(s)\n"
         "try:\n"
         "    db.write(lambda c: store.create_session(c, session_id='same', origin='https://a.example',"
         " expires_at=2**62, tenant_id=None, user_id=None)); print('created')\n"
         "except Conflict: print('conflict')\n"
     )
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(db_path)], stdout=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(settings.db_path), settings.database_url or ""],
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outs = sorted(p.communicate(timeout=60)[0].strip() for p in procs)
     assert outs == ["conflict", "created"]
+
+
+def test_threads_on_separate_handles_creating_one_session_id_one_wins(settings):
+    """The same race on either backend: six handles (connections, pools) insert one sessionId at once."""
+    import threading
+
+    from vantage_peers.db import open_database
+    from vantage_peers.errors import Conflict
+
+    handles = [open_database(settings) for _ in range(6)]
+    gate, outcomes, lock = threading.Barrier(len(handles)), [], threading.Lock()
+
+    def create(db):
+        gate.wait()
+        try:
+            db.write(lambda c: store.create_session(c, session_id="same", origin="https://a.example",
+                                                    expires_at=2**62, tenant_id=None, user_id=None))
+            got = "created"
+        except Conflict:
+            got = "conflict"
+        with lock:
+            outcomes.append(got)
+
+    threads = [threading.Thread(target=create, args=(h,)) for h in handles]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert sorted(outcomes) == ["conflict"] * 5 + ["created"]
+        assert handles[0].read(lambda c: c.scalar("SELECT count(*) FROM iframeEmbedSessions")) == 1
+    finally:
+        for h in handles:
+            h.close()
 
 
 def test_migration_011_keeps_sessions_and_leaves_old_ones_ownerless(tmp_path):

@@ -1,7 +1,7 @@
-"""Several OS processes on one DB file: spending never overshoots, upserts and revisions stay consistent.
+"""Several OS processes on one database: spending never overshoots, upserts and revisions stay consistent.
 
-Each worker opens its own Database on the shared file and runs the same store functions the
-tools run, each call in its own `db.write` transaction.
+Each worker opens its own Database on the shared file (or the same PostgreSQL database) and runs
+the same store functions the tools run, each call in its own `db.write` transaction.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import multiprocessing as mp
 from pathlib import Path
 
+import pytest
 from conftest import make_settings
 
 from vantage_peers.db import open_database
@@ -20,9 +21,11 @@ from vantage_peers.errors import VantageError
 WORKERS = 4
 ROUNDS = 15
 
+pytestmark = pytest.mark.backends
 
-def _worker(path: str, mandate_id: str, worker: int, queue) -> None:
-    db = open_database(make_settings(Path(path)))
+
+def _worker(path: str, url: str | None, mandate_id: str, worker: int, queue) -> None:
+    db = open_database(make_settings(Path(path), database_url=url))
     recorded = refused = 0
     try:
         for i in range(ROUNDS):
@@ -45,7 +48,7 @@ def _worker(path: str, mandate_id: str, worker: int, queue) -> None:
         db.close()
 
 
-def test_processes_share_one_file_consistently(db, db_path):  # `db` stays open beside the workers
+def test_processes_share_one_database_consistently(db, settings):  # `db` stays open beside the workers
     m = db.write(lambda c: mandates.create(c, values={
         "requestedBy": "bob", "fulfilledBy": "alice", "service": "s", "budget": 100,
         "spendingLimits": {"maxPerTransaction": 5}}))
@@ -54,7 +57,8 @@ def test_processes_share_one_file_consistently(db, db_path):  # `db` stays open 
 
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(str(db_path), m["_id"], w, queue)) for w in range(WORKERS)]
+    procs = [ctx.Process(target=_worker, args=(str(settings.db_path), settings.database_url, m["_id"], w, queue))
+             for w in range(WORKERS)]
     for p in procs:
         p.start()
     results = [queue.get(timeout=120) for _ in procs]

@@ -28,12 +28,18 @@ def attempt(tools: Tools, pattern_id: str, **over: Any) -> dict[str, Any]:
 
 
 # -- run in child processes (module level so `spawn` can import it) -----------------------------------
-def child_race(path: str, writer: str, pattern_ids: list[str], barrier, results) -> None:
-    """Open the file independently, wait for the other writer, then add a worked attempt to each pattern."""
+def child_race(path: str, writer: str, pattern_ids: list[str], barrier, results, url: str | None = None) -> None:
+    """Open the file (or the PostgreSQL database at `url`) independently, wait for the other writer, then
+    add a worked attempt to each pattern."""
     from vantage_peers.db import Database
     from vantage_peers.domains.fix_patterns import store
 
-    db = Database(path)
+    if url:
+        from vantage_peers.db.postgres import PgDatabase
+
+        db = PgDatabase(url, pool_size=2)
+    else:
+        db = Database(path)
     won = []
     barrier.wait(timeout=60)
     for pattern_id in pattern_ids:
