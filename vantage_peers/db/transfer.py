@@ -140,9 +140,7 @@ def open_side(where: str, *, role: str, busy_timeout_ms: int = 5_000, pool_size:
 
         try:
             return PgDatabase(where, busy_timeout_ms=busy_timeout_ms, pool_size=pool_size)
-        except VantageError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - psycopg's errors, as one line
+        except Exception as exc:  # noqa: BLE001 - psycopg's errors and an unreachable server, as one line
             raise TransferError(f"cannot open the {role} {describe(where)}: {str(exc).strip()}") from None
     from .connection import Database
 
