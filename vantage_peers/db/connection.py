@@ -27,6 +27,7 @@ from . import busy, journal
 from .busy import BUSY_ERRORS, CallScope, current_scope
 from .faults import StorageIO, StorageReadOnly
 from .fileguard import DbFileGone, FileGuard, describe_change, identity, stale_holders, valid_replacement
+from .statements import RawStatements
 
 T = TypeVar("T")
 Row = dict[str, Any]
@@ -60,7 +61,7 @@ def _load_vec(conn: apsw.Connection) -> str | None:
 MMAP_BYTES = 1 << 30
 
 
-class Connection:
+class Connection(RawStatements):
     """A thin wrapper over one apsw connection with dict rows (db/postgres.py has the same methods)."""
 
     backend = "sqlite"
@@ -143,22 +144,6 @@ class Connection:
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         """Plain tuples, for hot loops that need no column names."""
         return [tuple(row) for row in self.raw.execute(sql, params)]
-
-    def script(self, sql: str) -> None:
-        """Several statements run as written (migrations)."""
-        self.raw.execute(sql)
-
-    @contextlib.contextmanager
-    def savepoint(self, name: str) -> Iterator[None]:
-        """A nested transaction: undone alone on an exception, kept with the outer one otherwise."""
-        self.raw.execute(f"SAVEPOINT {name}")
-        try:
-            yield
-        except BaseException:
-            self.raw.execute(f"ROLLBACK TO {name}")
-            self.raw.execute(f"RELEASE {name}")
-            raise
-        self.raw.execute(f"RELEASE {name}")
 
     def close(self) -> None:
         if not self.closed:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import decimal
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from typing import Any, TypeVar
@@ -32,6 +31,8 @@ from ..errors import InvalidArgument, VantageError
 from . import busy
 from .busy import CallScope
 from .dialect import identifiers, to_postgres
+from .statements import RawStatements
+from .watch import PollingWatcher
 
 try:
     import psycopg
@@ -110,7 +111,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-class PgConnection:
+class PgConnection(RawStatements):
     """One pooled psycopg connection with the SQLite Connection's methods (dict rows, `?` placeholders)."""
 
     backend = "postgres"
@@ -195,21 +196,6 @@ class PgConnection:
         if batch:
             with _nul_refused():
                 self.raw.cursor().executemany(text, batch)
-
-    def script(self, sql: str) -> None:
-        """Several statements of PostgreSQL DDL (migrations), run as written."""
-        self.raw.execute(sql)
-
-    @contextlib.contextmanager
-    def savepoint(self, name: str) -> Iterator[None]:
-        self.raw.execute(f"SAVEPOINT {name}")
-        try:
-            yield
-        except BaseException:
-            self.raw.execute(f"ROLLBACK TO SAVEPOINT {name}")
-            self.raw.execute(f"RELEASE SAVEPOINT {name}")
-            raise
-        self.raw.execute(f"RELEASE SAVEPOINT {name}")
 
     def close(self) -> None:
         self.closed = True
@@ -330,7 +316,7 @@ class PgDatabase:
             self.pool.close()
 
 
-class PgWatcher:
+class PgWatcher(PollingWatcher):
     """`db.watch.Watcher` on PostgreSQL: LISTEN on the channel every write transaction notifies."""
 
     def __init__(self, url: str, *, interval: float = 0.2) -> None:
@@ -351,26 +337,14 @@ class PgWatcher:
         return got
 
     def changed(self) -> bool:
+        return self._poll(0)
+
+    def _poll(self, pause: float) -> bool:
+        """Block on the connection's socket for up to `pause`: a notice wakes it at once."""
         with self._lock:
             if self._closed.is_set():
                 return False
-            return self._drain(0)
-
-    def wait(self, timeout: float | None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        while not self._closed.is_set():
-            pause = self.interval
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                pause = min(pause, left)
-            with self._lock:
-                if self._closed.is_set():
-                    return False
-                if self._drain(pause):
-                    return True
-        return False
+            return self._drain(pause)
 
     def close(self) -> None:
         with self._lock:
@@ -379,11 +353,6 @@ class PgWatcher:
                 with contextlib.suppress(Exception):
                     self._conn.close()
 
-    def __enter__(self) -> PgWatcher:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _redacted(url: str) -> str:

@@ -18,7 +18,34 @@ import time
 import apsw
 
 
-class Watcher:
+class PollingWatcher:
+    """`wait` on top of a `_poll(pause)` that says whether anyone committed within `pause` seconds."""
+
+    interval: float
+    _closed: threading.Event
+
+    def _poll(self, pause: float) -> bool:
+        raise NotImplementedError
+
+    def wait(self, timeout: float | None) -> bool:
+        """Block until a change (True) or `timeout` seconds pass (False); None waits until close()."""
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        while not self._closed.is_set():
+            pause = self.interval if deadline is None else max(0.0, min(self.interval, deadline - time.monotonic()))
+            if self._poll(pause):  # looked at least once, even with timeout 0
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+        return False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()  # type: ignore[attr-defined]
+
+
+class Watcher(PollingWatcher):
     def __init__(self, path: str, *, interval: float = 0.2) -> None:
         self.path = str(path)
         self.interval = interval
@@ -48,19 +75,10 @@ class Watcher:
                 return True
             return False
 
-    def wait(self, timeout: float | None) -> bool:
-        """Block until a change (True) or `timeout` seconds pass (False); None waits until close()."""
-        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        while not self._closed.is_set():
-            if self.changed():
-                return True
-            pause = self.interval
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                pause = min(pause, left)
-            self._closed.wait(pause)
+    def _poll(self, pause: float) -> bool:
+        if self.changed():
+            return True
+        self._closed.wait(pause)
         return False
 
     def close(self) -> None:
@@ -68,9 +86,3 @@ class Watcher:
             if not self._closed.is_set():
                 self._closed.set()
                 self._conn.close()
-
-    def __enter__(self) -> Watcher:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
