@@ -97,7 +97,8 @@ def _env(target: str, mode: str) -> dict[str, str]:
 
 
 def prepare(path: Path, mode: str, tasks: int, workers: int, database_url: str | None = None) -> Path:
-    """A fresh file with profiles (fixed broadcast audience) and `tasks` todo tasks to race for."""
+    """A fresh file with profiles (fixed broadcast audience) and `tasks` todo tasks to race for, assigned
+    to a pool (an assignee nobody runs as: any worker may claim them, as in a real team)."""
     from vantage_peers.db import Database, migrate, open_target
     from vantage_peers.ids import new_id
 
@@ -114,7 +115,7 @@ def prepare(path: Path, mode: str, tasks: int, workers: int, database_url: str |
     from vantage_peers.domains.tasks import store as tasks_store
 
     def create(c) -> list[str]:
-        return [tasks_store.create_task(c, payload={"title": f"chaos task {i}", "assignedTo": "alice",
+        return [tasks_store.create_task(c, payload={"title": f"chaos task {i}", "assignedTo": "pool",
                                                     "priority": "medium", "createdBy": "alice"})
                 for i in range(tasks)]
 
