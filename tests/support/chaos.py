@@ -260,7 +260,8 @@ def _invariants(records: list[list[Any]], q, conn) -> dict[str, Any]:
     for _, mem_id, tag in (r for r in records if r[0] == "mem"):
         rows = (q("SELECT m.id FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
                   "WHERE memories_fts MATCH ?", (f'"{tag}"',)) if conn is not None
-                else q("SELECT id FROM memories WHERE content = ?", (f"chaos memory {tag}",)))
+                else q("SELECT m.id FROM memories m JOIN memories_fts f ON f.seq = m.seq WHERE m.content = ?",
+                       (f"chaos memory {tag}",)))  # PostgreSQL: the row and its full-text side row
         if not rows:
             lost += 1 if not q("SELECT 1 FROM memories WHERE id = ?", (mem_id,)) else 0
             not_in_fts += 1
