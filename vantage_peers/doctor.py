@@ -96,9 +96,9 @@ def settings_shown(settings: Settings) -> list[tuple[str, str]]:
         if field in SECRETS:
             shown = "set" if value else "unset"
         elif field == "database_url" and value:
-            from .db.postgres import _redacted
+            from .db.postgres import redacted
 
-            shown = _redacted(value)
+            shown = redacted(value)
         elif isinstance(value, tuple):
             shown = ",".join(value)
         elif isinstance(value, bool):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from .db.dialect import is_postgres_url
 from .errors import InvalidArgument, VantageError
 from .toolsets import parse_toolsets
 
@@ -139,7 +140,7 @@ class Settings(BaseModel):
             data["github_api_url"] = get("GITHUB_API_URL")
         url = get("VP_DATABASE_URL")
         if url is not None:
-            if not url.startswith(("postgresql://", "postgres://")):
+            if not is_postgres_url(url):
                 raise InvalidArgument(f"VP_DATABASE_URL must start with postgresql://, got {url.split(':')[0]!r}")
             data["database_url"] = url
         if get("VP_DB_PATH"):

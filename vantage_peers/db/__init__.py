@@ -2,6 +2,7 @@
 
 from .busy import BUSY_ERRORS, CallScope, current_scope
 from .connection import Connection, Database, Row, dumps, loads
+from .dialect import is_postgres_url
 from .migrate import current_version, latest_version, migrate
 
 __all__ = ["BUSY_ERRORS", "CallScope", "Connection", "Database", "Row", "current_scope", "dumps", "loads",
@@ -36,7 +37,7 @@ def table_names(conn: Connection) -> list[str]:
 
 def open_target(target: str, *, busy_timeout_ms: int = 5_000) -> Database:
     """A database named by one string, not migrated: a postgresql:// URL or a SQLite file path."""
-    if str(target).startswith(("postgresql://", "postgres://")):
+    if is_postgres_url(target):
         from .postgres import PgDatabase
 
         return PgDatabase(str(target), busy_timeout_ms=busy_timeout_ms)  # type: ignore[return-value]

@@ -25,6 +25,12 @@ import functools
 import re
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(value: object) -> bool:
+    """Does `value` name a PostgreSQL database (issue #25) rather than a SQLite file?"""
+    return bool(value) and str(value).startswith(POSTGRES_SCHEMES)
 
 
 def _split_literals(sql: str) -> list[tuple[bool, str]]:

@@ -100,6 +100,15 @@ def _nul_refused() -> Iterator[None]:
         raise InvalidArgument(NUL_MESSAGE) from exc
 
 
+def _bind(params: Sequence[Any] | dict[str, Any], numbered: bool) -> tuple[Any, ...] | dict[str, Any]:
+    """Parameters as psycopg takes them: `?N` statements bind a dict of pN, the others a tuple."""
+    if isinstance(params, dict):
+        if params:
+            raise ValueError("named :parameters are not supported on PostgreSQL; use ? or ?N")
+        return {} if numbered else ()
+    return {f"p{i + 1}": v for i, v in enumerate(params)} if numbered else tuple(params)
+
+
 def _plain(value: Any) -> Any:
     """Values as SQLite would give them: numbers not Decimal, booleans as 0/1, bytes not memoryview."""
     if isinstance(value, bool):
@@ -127,30 +136,25 @@ class PgConnection(RawStatements):
 
     def _cursor(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> Any:
         text, numbered = to_postgres(sql)
-        if numbered and not isinstance(params, dict):
-            params = {f"p{i + 1}": v for i, v in enumerate(params)}
-        elif isinstance(params, dict) and params:
-            raise ValueError("named :parameters are not supported on PostgreSQL; use ? or ?N")
         cur = self.raw.cursor()
         with _nul_refused():
-            cur.execute(text, params if isinstance(params, dict) else tuple(params))
+            cur.execute(text, _bind(params, numbered))
         return cur
 
-    def _names(self, sql: str, cur: Any) -> list[str]:
-        names = self.db.names
-        local = identifiers(sql)
-        return [local.get(d.name, names.get(d.name, d.name)) for d in cur.description]
+    def _dicts(self, sql: str, cur: Any, rows: Any) -> Iterator[Row]:
+        """`rows` of `cur` as dicts, under the names the SQL (and the schema) spell."""
+        names, local = self.db.names, identifiers(sql)
+        keys = [local.get(d.name, names.get(d.name, d.name)) for d in cur.description]
+        for row in rows:
+            yield {key: _plain(value) for key, value in zip(keys, row, strict=True)}
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
         return list(self.iterate(sql, params))
 
     def iterate(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Iterator[Row]:
         cur = self._cursor(sql, params)
-        if cur.description is None:
-            return
-        names = self._names(sql, cur)
-        for row in cur:
-            yield {name: _plain(value) for name, value in zip(names, row, strict=True)}
+        if cur.description is not None:
+            yield from self._dicts(sql, cur, cur)
 
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         """Plain tuples (the `conn.raw.execute(...)` of the SQLite connection)."""
@@ -169,10 +173,7 @@ class PgConnection(RawStatements):
             cur = self._cursor(sql, params)
             for statement in after:
                 self.raw.execute(statement)
-        if cur.description is None:
-            return []
-        names = self._names(sql, cur)
-        return [{name: _plain(value) for name, value in zip(names, row, strict=True)} for row in cur.fetchall()]
+        return [] if cur.description is None else list(self._dicts(sql, cur, cur.fetchall()))
 
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Row | None:
         for row in self.iterate(sql, params):
@@ -192,7 +193,7 @@ class PgConnection(RawStatements):
 
     def executemany(self, sql: str, seq: Sequence[Sequence[Any]]) -> None:
         text, numbered = to_postgres(sql)
-        batch = [{f"p{i + 1}": v for i, v in enumerate(p)} for p in seq] if numbered else [tuple(p) for p in seq]
+        batch = [_bind(p, numbered) for p in seq]
         if batch:
             with _nul_refused():
                 self.raw.cursor().executemany(text, batch)
@@ -210,7 +211,7 @@ class PgDatabase:
                  pool_size: int = 10) -> None:
         _need_driver()
         self.url = url
-        self.path = _redacted(url)  # what messages name as "the database"
+        self.path = redacted(url)  # what messages name as "the database"
         self.busy_timeout_ms = busy_timeout_ms
         self.search_budget_ms = search_budget_ms
         self.journal_mode = "postgres"
@@ -228,8 +229,8 @@ class PgDatabase:
                                       "are VP_DATABASE_URL's host, port, user and password right?") from exc
         with self.pool.connection() as raw:
             raw.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            self.vec_version = raw.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-            self.vec_version = self.vec_version[0] if self.vec_version else None
+            found = raw.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        self.vec_version = found[0] if found else None
         self.names = _schema_names()
 
     # The thread's connection outside a transaction (migrations' version check, doctor): borrowed and kept.
@@ -355,7 +356,7 @@ class PgWatcher(PollingWatcher):
 
 
 
-def _redacted(url: str) -> str:
+def redacted(url: str) -> str:
     """The URL without its password, for messages."""
     try:
         from psycopg.conninfo import conninfo_to_dict
@@ -366,6 +367,3 @@ def _redacted(url: str) -> str:
     host = parts.get("host") or "localhost"
     return f"postgresql://{parts.get('user') or ''}@{host}/{parts.get('dbname') or ''}"
 
-
-def is_url(value: str | None) -> bool:
-    return bool(value) and str(value).startswith(("postgresql://", "postgres://"))

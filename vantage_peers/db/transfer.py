@@ -32,6 +32,7 @@ from typing import Any, TextIO
 
 from ..errors import VantageError
 from . import busy
+from .dialect import is_postgres_url as is_url
 from .migrate import current_version, latest_version, migrate, schema_sql, steps
 
 # One copy is one long transaction on each side: lock waits get this budget, not a tool call's.
@@ -117,15 +118,11 @@ def schema_tables() -> list[TableSpec]:
 
 # --- opening either side ------------------------------------------------------------------------
 
-def is_url(where: str) -> bool:
-    return where.startswith(("postgresql://", "postgres://"))
-
-
 def describe(where: str) -> str:
     if is_url(where):
-        from .postgres import _redacted
+        from .postgres import redacted
 
-        return _redacted(where)
+        return redacted(where)
     return str(Path(where).expanduser())
 
 
