@@ -3,29 +3,20 @@ and a database at an older version upgraded without losing its rows."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from support import postgres
 
-from vantage_peers.db import Database, current_version, latest_version, migrate
+from vantage_peers.db import current_version, latest_version, migrate
 from vantage_peers.db.migrate import PG_BASELINE
 from vantage_peers.db.postgres import PgDatabase
+from vantage_peers.db.transfer import schema_tables
 
 pytestmark = pytest.mark.skipif(postgres.available() is not None, reason=str(postgres.available()))
 
-# SQLite-only machinery with no table of its own on PostgreSQL: FTS5 shadow tables, sqlite_sequence.
-SQLITE_ONLY = re.compile(r"(_fts(_[a-z]+)?$|^sqlite_)")
 
-
-def _sqlite_columns(tmp_path) -> dict[str, set[str]]:
-    db = Database(tmp_path / "s.db")
-    migrate(db)
-    tables = db.read(lambda c: [r["name"] for r in c.query("SELECT name FROM sqlite_master WHERE type = 'table'")])
-    out = {t.lower(): {r["name"].lower() for r in db.read(lambda c, t=t: c.query(f"PRAGMA table_info({t})"))}
-           for t in tables if not SQLITE_ONLY.search(t)}
-    db.close()
-    return out
+def _sqlite_columns() -> dict[str, set[str]]:
+    """Every table of SQLite's latest schema and its stored columns, as `migrate-db` copies them."""
+    return {spec.name.lower(): {c.lower() for c in spec.columns} for spec in schema_tables()}
 
 
 def _pg_columns(db: PgDatabase) -> dict[str, set[str]]:
@@ -37,13 +28,13 @@ def _pg_columns(db: PgDatabase) -> dict[str, set[str]]:
     return out
 
 
-def test_postgres_has_every_table_and_column_of_sqlite(tmp_path):
+def test_postgres_has_every_table_and_column_of_sqlite():
     url = postgres.fresh_database(migrated=False)
     db = PgDatabase(url, pool_size=2)
     try:
         assert migrate(db) == latest_version() == current_version(db)
         pg = _pg_columns(db)
-        for table, columns in _sqlite_columns(tmp_path).items():
+        for table, columns in _sqlite_columns().items():
             assert table in pg, f"table {table} is missing on PostgreSQL"
             assert columns <= pg[table], (table, columns - pg[table])
     finally:

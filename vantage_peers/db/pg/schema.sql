@@ -920,106 +920,38 @@ BEGIN
     END;
 END $$;
 
-CREATE TABLE messages_fts (
-    seq BIGINT NOT NULL REFERENCES messages (seq) ON DELETE CASCADE,
-    doc tsvector NOT NULL,
-    len INTEGER NOT NULL,
-    PRIMARY KEY (seq) INCLUDE (len)
-);
-CREATE INDEX messages_fts_doc ON messages_fts USING gin (doc);
-COMMENT ON TABLE messages_fts IS 'content';
-CREATE FUNCTION messages_fts_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+-- One `<tbl>_fts` side table with its GIN index and the trigger that keeps it: `cols` are the indexed
+-- columns in label order (A, B, C, D; the table's comment lists them for search/pg_fts.py),
+-- `watched` the columns whose update re-indexes the row. Names are this file's constants, written
+-- unquoted so that they fold to lower case like the rest of the schema.
+CREATE PROCEDURE vp_fts_index(tbl text, cols text[], watched text[]) LANGUAGE plpgsql AS $proc$
+DECLARE
+    doc text := (SELECT string_agg('NEW.' || c, ', ') FROM unnest(cols) AS c);
+    len text := (SELECT string_agg('vp_fts_length(NEW.' || c || ')', ' + ') FROM unnest(cols) AS c);
 BEGIN
-    INSERT INTO messages_fts (seq, doc, len)
-    VALUES (NEW.seq, vp_fts_doc(NEW.content), vp_fts_length(NEW.content))
+    EXECUTE format('CREATE TABLE %1$s_fts (seq BIGINT NOT NULL REFERENCES %1$s (seq) ON DELETE CASCADE, '
+                   'doc tsvector NOT NULL, len INTEGER NOT NULL, PRIMARY KEY (seq) INCLUDE (len))', tbl);
+    EXECUTE format('CREATE INDEX %1$s_fts_doc ON %1$s_fts USING gin (doc)', tbl);
+    EXECUTE format('COMMENT ON TABLE %s_fts IS %L', tbl, array_to_string(cols, ' '));
+    EXECUTE format($f$CREATE FUNCTION %1$s_fts_sync() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+    INSERT INTO %1$s_fts (seq, doc, len) VALUES (NEW.seq, vp_fts_doc(%2$s), %3$s)
     ON CONFLICT (seq) DO UPDATE SET doc = excluded.doc, len = excluded.len;
     RETURN NULL;
-END $$;
-CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages FOR EACH ROW EXECUTE FUNCTION messages_fts_sync();
-CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages FOR EACH ROW EXECUTE FUNCTION messages_fts_sync();
+END $body$$f$, tbl, doc, len);
+    EXECUTE format('CREATE TRIGGER %1$s_fts_insert AFTER INSERT ON %1$s '
+                   'FOR EACH ROW EXECUTE FUNCTION %1$s_fts_sync()', tbl);
+    EXECUTE format('CREATE TRIGGER %1$s_fts_update AFTER UPDATE OF %2$s ON %1$s '
+                   'FOR EACH ROW EXECUTE FUNCTION %1$s_fts_sync()', tbl, array_to_string(watched, ', '));
+END $proc$;
 
--- nsKey is indexed as on SQLite: a namespaced query is a label-B token (a prefix for `prefix/*`).
-CREATE TABLE memories_fts (
-    seq BIGINT NOT NULL REFERENCES memories (seq) ON DELETE CASCADE,
-    doc tsvector NOT NULL,
-    len INTEGER NOT NULL,
-    PRIMARY KEY (seq) INCLUDE (len)
-);
-CREATE INDEX memories_fts_doc ON memories_fts USING gin (doc);
-COMMENT ON TABLE memories_fts IS 'content nsKey';
-CREATE FUNCTION memories_fts_sync() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO memories_fts (seq, doc, len)
-    VALUES (NEW.seq, vp_fts_doc(NEW.content, NEW.nsKey), vp_fts_length(NEW.content) + vp_fts_length(NEW.nsKey))
-    ON CONFLICT (seq) DO UPDATE SET doc = excluded.doc, len = excluded.len;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories FOR EACH ROW EXECUTE FUNCTION memories_fts_sync();
-CREATE TRIGGER memories_fts_update AFTER UPDATE OF content, namespace ON memories
-    FOR EACH ROW EXECUTE FUNCTION memories_fts_sync();
-
-CREATE TABLE tasks_fts (
-    seq BIGINT NOT NULL REFERENCES tasks (seq) ON DELETE CASCADE,
-    doc tsvector NOT NULL,
-    len INTEGER NOT NULL,
-    PRIMARY KEY (seq) INCLUDE (len)
-);
-CREATE INDEX tasks_fts_doc ON tasks_fts USING gin (doc);
-COMMENT ON TABLE tasks_fts IS 'title description';
-CREATE FUNCTION tasks_fts_sync() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO tasks_fts (seq, doc, len)
-    VALUES (NEW.seq, vp_fts_doc(NEW.title, NEW.description),
-            vp_fts_length(NEW.title) + vp_fts_length(NEW.description))
-    ON CONFLICT (seq) DO UPDATE SET doc = excluded.doc, len = excluded.len;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER tasks_fts_insert AFTER INSERT ON tasks FOR EACH ROW EXECUTE FUNCTION tasks_fts_sync();
-CREATE TRIGGER tasks_fts_update AFTER UPDATE OF title, description ON tasks
-    FOR EACH ROW EXECUTE FUNCTION tasks_fts_sync();
-
-CREATE TABLE briefingNotes_fts (
-    seq BIGINT NOT NULL REFERENCES briefingNotes (seq) ON DELETE CASCADE,
-    doc tsvector NOT NULL,
-    len INTEGER NOT NULL,
-    PRIMARY KEY (seq) INCLUDE (len)
-);
-CREATE INDEX briefingNotes_fts_doc ON briefingNotes_fts USING gin (doc);
-COMMENT ON TABLE briefingNotes_fts IS 'title content decisions';
-CREATE FUNCTION briefingNotes_fts_sync() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO briefingNotes_fts (seq, doc, len)
-    VALUES (NEW.seq, vp_fts_doc(NEW.title, NEW.content, NEW.decisions),
-            vp_fts_length(NEW.title) + vp_fts_length(NEW.content) + vp_fts_length(NEW.decisions))
-    ON CONFLICT (seq) DO UPDATE SET doc = excluded.doc, len = excluded.len;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER briefingNotes_fts_insert AFTER INSERT ON briefingNotes
-    FOR EACH ROW EXECUTE FUNCTION briefingNotes_fts_sync();
-CREATE TRIGGER briefingNotes_fts_update AFTER UPDATE OF title, content, decisions ON briefingNotes
-    FOR EACH ROW EXECUTE FUNCTION briefingNotes_fts_sync();
-
-CREATE TABLE fixPatterns_fts (
-    seq BIGINT NOT NULL REFERENCES fixPatterns (seq) ON DELETE CASCADE,
-    doc tsvector NOT NULL,
-    len INTEGER NOT NULL,
-    PRIMARY KEY (seq) INCLUDE (len)
-);
-CREATE INDEX fixPatterns_fts_doc ON fixPatterns_fts USING gin (doc);
-COMMENT ON TABLE fixPatterns_fts IS 'symptom rootCause tags stack';
-CREATE FUNCTION fixPatterns_fts_sync() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO fixPatterns_fts (seq, doc, len)
-    VALUES (NEW.seq, vp_fts_doc(NEW.symptom, NEW.rootCause, NEW.tags, NEW.stack),
-            vp_fts_length(NEW.symptom) + vp_fts_length(NEW.rootCause) + vp_fts_length(NEW.tags)
-            + vp_fts_length(NEW.stack))
-    ON CONFLICT (seq) DO UPDATE SET doc = excluded.doc, len = excluded.len;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER fixPatterns_fts_insert AFTER INSERT ON fixPatterns
-    FOR EACH ROW EXECUTE FUNCTION fixPatterns_fts_sync();
-CREATE TRIGGER fixPatterns_fts_update AFTER UPDATE OF symptom, rootCause, tags, stack ON fixPatterns
-    FOR EACH ROW EXECUTE FUNCTION fixPatterns_fts_sync();
+CALL vp_fts_index('messages', '{content}', '{content}');
+-- nsKey is indexed as on SQLite: a namespaced query is a label-B token (a prefix for `prefix/*`);
+-- it follows `namespace`.
+CALL vp_fts_index('memories', '{content,nsKey}', '{content,namespace}');
+CALL vp_fts_index('tasks', '{title,description}', '{title,description}');
+CALL vp_fts_index('briefingNotes', '{title,content,decisions}', '{title,content,decisions}');
+CALL vp_fts_index('fixPatterns', '{symptom,rootCause,tags,stack}', '{symptom,rootCause,tags,stack}');
 
 -- Components: FTS5 `trigram` on SQLite, a substring search here (search/pg_fts.py `trigram_rows`);
 -- the view only declares which columns are searched.
