@@ -179,3 +179,28 @@ def eapp(db_path: Path, server, database_url: str | None) -> Iterator[App]:
 def etools(eapp: App) -> Iterator[Tools]:
     with open_tools(eapp) as t:
         yield t
+
+
+@pytest.fixture(scope="session", autouse=True)
+def model_host_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """#20: every shared model host a test starts lives in this session's temp folder (XDG_RUNTIME_DIR
+    too, for tests that strip VP_* variables from a child's environment) and is killed at the end,
+    so no process outlives pytest; idle ones exit on their own after a minute anyway."""
+    import os
+
+    from support.model_hosts import hosts, stop
+
+    base = tmp_path_factory.mktemp("mh")
+    base.chmod(0o700)
+    runtime = base / "xdg"
+    runtime.mkdir(mode=0o700)
+    saved = {k: os.environ.get(k) for k in ("VP_MODEL_HOST_DIR", "XDG_RUNTIME_DIR", "VP_MODEL_HOST_IDLE_S")}
+    os.environ.update({"VP_MODEL_HOST_DIR": str(base / "host"), "XDG_RUNTIME_DIR": str(runtime),
+                       "VP_MODEL_HOST_IDLE_S": saved["VP_MODEL_HOST_IDLE_S"] or "60"})
+    yield base / "host"
+    stop(list(hosts(tmp_path_factory.getbasetemp())))
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
