@@ -364,3 +364,47 @@ def test_inprocess_mode_and_settings():
     assert shared.model == local.MODEL and shared.dimensions == 384
     with pytest.raises(Exception, match="VP_MODEL_HOST"):
         Settings.from_env({"VP_MODEL_HOST": "gpu"}, dotenv=False)
+
+
+def test_sign_codes_match_numpy_packbits():
+    from array import array
+
+    from vantage_peers.search.ann import signs
+
+    rng = np.random.default_rng(20)
+    for dims in (1, 7, 8, 9, 384, 1536):
+        for _ in range(20):
+            vec = rng.standard_normal(dims).astype(np.float32)
+            vec[rng.integers(0, dims)] = 0.0  # zero is not positive
+            expected = np.packbits(vec > 0).tobytes()
+            assert signs(vec) == signs([float(x) for x in vec]) == signs(array("f", vec.tobytes())) == expected
+
+
+NUMPY_FREE = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from anyio.from_thread import start_blocking_portal
+    from mcp import Client
+    from vantage_peers.domains.memory import indexer
+    from vantage_peers.domains.memory.services import services
+    from vantage_peers.server import create_app
+    from vantage_peers.settings import Settings
+    s = Settings.from_env({"VP_DB_PATH": sys.argv[1], "VP_SCHEDULER": "off"}, dotenv=False)
+    app = create_app(s)
+    with start_blocking_portal() as p, p.wrap_async_context_manager(Client(app.mcp)) as c:
+        p.call(c.call_tool, "store_memory", {"namespace": "n", "type": "fact", "content": "new tyres", "createdBy": "a"})
+        svc = services(app)
+        assert indexer.embed_pending(app.db, svc.embedder, owner="x")["embedded"] == 1
+        found = p.call(c.call_tool, "recall", {"query": "car tires"}).structured_content
+        assert found["mode"] == "hybrid", found
+    print(sorted(m for m in ("numpy", "onnxruntime", "tokenizers") if m in sys.modules), svc.embedder.spawned)
+""")
+
+
+def test_a_server_using_the_host_never_imports_the_model_stack(tmp_path, host_dir):
+    env = {**os.environ, "VP_MODEL_HOST_DIR": str(host_dir)}
+    env.pop("VP_MODEL_HOST", None)
+    out = subprocess.run([sys.executable, "-c", NUMPY_FREE, str(tmp_path / "n.db")], capture_output=True, text=True,
+                         timeout=180, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]", "1"]  # no numpy, no runtime: ≈17 MB + ≈120 MB stay in the host

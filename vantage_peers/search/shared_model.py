@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import socket
 import struct
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -84,25 +86,43 @@ class SharedEmbedder:
     # ---- the Embedder protocol ------------------------------------------------------------------
 
     def embed(self, texts: Sequence[str], *, timeout: float = 0.0) -> list[Any]:
-        return list(self.embed_array(texts))
+        """One float32 row per text (`array('f')`: the server never imports numpy for this — ≈15 MB)."""
+        if not texts:
+            return []
+        raw = self._vectors(texts)
+        if not isinstance(raw, bytes):  # the in-process fallback's numpy matrix
+            return list(raw)
+        flat = array("f", raw)
+        if sys.byteorder == "big":
+            flat.byteswap()  # the frame holds little-endian float32
+        if not all(math.isfinite(x) for x in flat):
+            raise EmbeddingError("the local model produced a non-finite vector")
+        dims = local.DIMENSIONS
+        return [flat[i:i + dims] for i in range(0, len(flat), dims)]
 
     def embed_array(self, texts: Sequence[str]) -> Any:
-        """(n, 384) float32 unit vectors, from the host or, failing it, in-process."""
+        """(n, 384) float32 unit vectors as a numpy array, from the host or, failing it, in-process."""
         import numpy as np
 
         if not texts:
             return np.zeros((0, local.DIMENSIONS), dtype=np.float32)
-        # What LocalEmbedder feeds the model anyway: the request stays small and bounded.
-        prepared = [t[:local.MAX_CHARS] if t.strip() else "." for t in texts]
-        try:
-            parts = [self._request(prepared[i:i + MAX_TEXTS]) for i in range(0, len(prepared), MAX_TEXTS)]
-        except _Unavailable as exc:
-            self._fell_back(str(exc))
-            return local.local_embedder().embed_array(texts)
-        out = parts[0] if len(parts) == 1 else np.vstack(parts)
+        raw = self._vectors(texts)
+        if not isinstance(raw, bytes):
+            return raw
+        out = np.frombuffer(raw, dtype="<f4").reshape(len(texts), local.DIMENSIONS).astype(np.float32)
         if not np.isfinite(out).all():
             raise EmbeddingError("the local model produced a non-finite vector")
         return out
+
+    def _vectors(self, texts: Sequence[str]) -> Any:
+        """The little-endian float32 bytes of every row from the host, or the fallback's numpy matrix."""
+        # What LocalEmbedder feeds the model anyway: the request stays small and bounded.
+        prepared = [t[:local.MAX_CHARS] if t.strip() else "." for t in texts]
+        try:
+            return b"".join(self._request(prepared[i:i + MAX_TEXTS]) for i in range(0, len(prepared), MAX_TEXTS))
+        except _Unavailable as exc:
+            self._fell_back(str(exc))
+            return local.local_embedder().embed_array(texts)
 
     def describe(self) -> str:
         info = self.info()
@@ -135,7 +155,7 @@ class SharedEmbedder:
         finally:
             conn.close()
 
-    def _request(self, texts: list[str]) -> Any:
+    def _request(self, texts: list[str]) -> bytes:
         with self._lock:
             if time.monotonic() < self._retry_at:
                 raise _Unavailable(self.last_fallback or "the model host failed recently")
@@ -182,9 +202,7 @@ class SharedEmbedder:
             raise _Unavailable(f"the socket {self.paths['sock']} is served by uid {uid}, not by this user")
         return conn
 
-    def _exchange(self, conn: socket.socket, payload: bytes, count: int) -> Any:
-        import numpy as np
-
+    def _exchange(self, conn: socket.socket, payload: bytes, count: int) -> bytes:
         try:
             conn.settimeout(REQUEST_TIMEOUT_S)
             conn.sendall(payload)
@@ -205,7 +223,7 @@ class SharedEmbedder:
             conn.close()
             raise _Gone(f"a malformed answer ({rows} rows of {dims} for {count} texts)")
         self._keep(conn)
-        return np.frombuffer(body, dtype="<f4", offset=8).reshape(rows, dims).astype(np.float32)
+        return body[8:]
 
     def _keep(self, conn: socket.socket) -> None:
         with self._lock:
