@@ -3,6 +3,7 @@
     uv run python benchmarks/footprint.py                 # both configurations
     uv run python benchmarks/footprint.py --writes 1000 --recalls 100 --modes local shared --runs 3
     uv run python benchmarks/footprint.py --server      # real stdio servers; the shared host measured apart
+    uv run python benchmarks/footprint.py --roundtrip   # one-line embedding p50: host vs in-process
 
 Each configuration runs in a fresh interpreter (RSS is per process) that builds the app the way
 the server does (`create_app`, scheduler off so the steps are explicit), then prints VmRSS:
@@ -198,6 +199,31 @@ def server(mode: str, writes: int, recalls: int, db_path: str, host_dir: str) ->
     return out
 
 
+def roundtrip(queries: int = 300) -> None:
+    """p50 of embedding one short line in-process vs through the shared host: the socket's cost."""
+    import statistics
+
+    from vantage_peers.search.local import LocalEmbedder
+    from vantage_peers.search.shared_model import SharedEmbedder
+
+    with tempfile.TemporaryDirectory(prefix="vpfp-") as tmp:
+        os.chmod(tmp, 0o700)
+        client, mine = SharedEmbedder(Path(tmp) / "h"), LocalEmbedder(idle_unload_s=None)
+        for embedder in (client, mine):
+            embedder.embed(["warm up"])
+        figures = {}
+        for name, embedder in (("in-process", mine), ("through the host", client), ("in-process again", mine)):
+            took = []
+            for i in range(queries):
+                started = time.perf_counter()
+                embedder.embed([f"{WORDS[i % len(WORDS)]} {WORDS[(i * 7) % len(WORDS)]} query {i}"])
+                took.append((time.perf_counter() - started) * 1000)
+            figures[name] = statistics.median(took)
+        os.kill(client.info()["pid"], 15)
+    print(f"one-line query embedding p50 (load average {os.getloadavg()[0]:.1f}): "
+          + ", ".join(f"{k} {v:.2f} ms" for k, v in figures.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--writes", type=int, default=1000)
@@ -206,7 +232,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="repeat each in-process measurement (throughput)")
     parser.add_argument("--server", action="store_true", help="measure a real stdio server process instead")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "DB"), help=argparse.SUPPRESS)
+    parser.add_argument("--roundtrip", action="store_true", help="only: one-line embedding p50, host vs in-process")
     args = parser.parse_args()
+    if args.roundtrip:
+        roundtrip()
+        return
     if args.child:
         print(json.dumps(child(args.child[0], args.writes, args.recalls, args.child[1])))
         return
