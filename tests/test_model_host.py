@@ -408,3 +408,13 @@ def test_a_server_using_the_host_never_imports_the_model_stack(tmp_path, host_di
                          timeout=180, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["[]", "1"]  # no numpy, no runtime: ≈17 MB + ≈120 MB stay in the host
+
+
+def test_a_host_whose_socket_was_removed_exits(host_dir):
+    client = shared_model.SharedEmbedder(host_dir)
+    client.embed_array(["warm"])
+    (pid,) = hosts(host_dir)
+    subprocess.run(["rm", "-rf", str(host_dir)], check=True)  # a tmp cleaner: nobody can reach it any more
+    assert _wait(lambda: not _alive(pid), 30), "an unreachable host stayed alive"
+    assert client.embed_array(["again"]).shape == (1, 384) and client.last_fallback is None
+    assert len(hosts(host_dir)) == 1 and pid not in hosts(host_dir)

@@ -193,6 +193,7 @@ class Host:
         self.state = threading.Lock()
         self.closing = False
         self.listener: socket.socket | None = None
+        self.inode = 0
 
     # Single instance: the lock is held from here to the process's exit.
     def acquire(self, wait_s: float = 10.0) -> bool:
@@ -222,6 +223,7 @@ class Host:
             os.umask(old)
         listener.listen(128)
         self.listener = listener
+        self.inode = os.stat(sock_path).st_ino  # to notice the socket removed or replaced under us
 
     def serve(self) -> None:
         assert self.listener is not None
@@ -256,6 +258,12 @@ class Host:
     def _watch_idle(self) -> None:
         while True:
             time.sleep(min(1.0, self.idle_s / 4))
+            try:
+                replaced = os.stat(self.paths["sock"]).st_ino != self.inode
+            except FileNotFoundError:
+                replaced = True
+            if replaced:  # the folder was cleaned (tmp cleaner, rm -rf): no client can reach us any more
+                os._exit(0)
             with self.state:
                 if self.active == 0 and time.monotonic() - self.last_request >= self.idle_s:
                     self.closing = True  # under the lock: no request starts after this
