@@ -418,3 +418,10 @@ def test_a_host_whose_socket_was_removed_exits(host_dir):
     assert _wait(lambda: not _alive(pid), 30), "an unreachable host stayed alive"
     assert client.embed_array(["again"]).shape == (1, 384) and client.last_fallback is None
     assert len(hosts(host_dir)) == 1 and pid not in hosts(host_dir)
+
+
+def test_no_python_to_start_the_host_means_in_process(host_dir, monkeypatch):
+    monkeypatch.setattr(shared_model.sys, "executable", str(host_dir.parent / "no-such-python"))
+    client = shared_model.SharedEmbedder(host_dir)
+    assert client.embed(["still embedded"])[0].shape == (384,)
+    assert "could not be started" in client.last_fallback

@@ -233,6 +233,12 @@ class SharedEmbedder:
         conn.close()
 
     def _spawn(self) -> None:
+        try:
+            self._spawn_and_wait()
+        except OSError as exc:  # the folder vanished, no fork possible, no Python at sys.executable…
+            raise _Unavailable(f"the model host could not be started ({exc.strerror or exc})") from None
+
+    def _spawn_and_wait(self) -> None:
         """Start a host (unless another process just did) and wait until it accepts connections.
         One spawner at a time per folder: the others find the host it started."""
         import fcntl
