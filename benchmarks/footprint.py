@@ -4,6 +4,7 @@
     uv run python benchmarks/footprint.py --writes 1000 --recalls 100 --modes local shared --runs 3
     uv run python benchmarks/footprint.py --server      # real stdio servers; the shared host measured apart
     uv run python benchmarks/footprint.py --roundtrip   # one-line embedding p50: host vs in-process
+    uv run python benchmarks/footprint.py --agents 10 --modes local shared   # ten servers at once, summed
 
 Each configuration runs in a fresh interpreter (RSS is per process) that builds the app the way
 the server does (`create_app`, scheduler off so the steps are explicit), then prints VmRSS:
@@ -224,6 +225,73 @@ def roundtrip(queries: int = 300) -> None:
           + ", ".join(f"{k} {v:.2f} ms" for k, v in figures.items()))
 
 
+def _pss(pid: int) -> float:
+    """Proportional set size: shared pages divided among the processes mapping them (the fair sum)."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def many_servers(mode: str, count: int, writes: int, recalls: int, db_path: str, host_dir: str) -> dict[str, float]:
+    """`count` real stdio servers on one file at once, each storing writes/count memories and running
+    `recalls` recalls: the sum of their RSS and PSS, and the shared host's (see the module docstring)."""
+    import contextlib
+    import random
+    import sqlite3
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    env = {**os.environ, "VP_DB_PATH": db_path, "VP_EMBEDDINGS": "none" if mode == "none" else "local",
+           "VP_MODEL_HOST": "shared" if mode == "shared" else "inprocess", "VP_MODEL_HOST_DIR": host_dir,
+           "VP_TICK_SECONDS": "1", "VP_ORCHESTRATOR": "bench"}
+    script = Path(sys.executable).with_name("vantage-peers")
+    out: dict[str, float] = {}
+
+    def backlog() -> int:
+        with sqlite3.connect(db_path, timeout=30) as conn:
+            return conn.execute("SELECT count(*) FROM embeddingJobs").fetchone()[0]
+
+    async def one(client, seed: int) -> None:
+        rng = random.Random(seed)
+        for i in range(writes // count):
+            text = f"{rng.choice(['Ana', 'Bo', 'Chen'])}: " + " ".join(rng.choice(WORDS) for _ in range(12)) + f" #{seed}-{i}"
+            await client.call_tool("store_memory", {"namespace": "bench/footprint", "type": "note", "content": text})
+        while mode != "none" and backlog():
+            await anyio.sleep(0.2)
+        for i in range(recalls):
+            await client.call_tool("recall", {"query": " ".join(rng.choice(WORDS) for _ in range(4)) + f" {seed}-{i}",
+                                              "limit": 10})
+
+    async def run() -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            clients = [await stack.enter_async_context(Client(StdioServerParameters(command=str(script), args=[], env=env)))
+                       for _ in range(count)]
+            for client in clients:
+                await client.list_tools()
+            async with anyio.create_task_group() as group:
+                for seed, client in enumerate(clients):
+                    group.start_soon(one, client, seed)
+            pids = _child_pids()
+            rss = [_rss_of(pid) for pid in pids]
+            out["servers"] = len(pids)
+            out["server RSS, mean"] = sum(rss) / len(rss)
+            out["server RSS, max"] = max(rss)
+            out["servers: sum of RSS"] = sum(rss)
+            out["servers: sum of PSS"] = sum(_pss(pid) for pid in pids)
+            host = _host_pid(host_dir) if mode == "shared" else None
+            if host:
+                out["host RSS"] = _rss_of(host)
+                out["host PSS"] = _pss(host)
+                os.kill(host, 15)
+            out["total RSS"] = out["servers: sum of RSS"] + out.get("host RSS", 0.0)
+            out["total PSS"] = out["servers: sum of PSS"] + out.get("host PSS", 0.0)
+
+    anyio.run(run)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--writes", type=int, default=1000)
@@ -232,10 +300,21 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="repeat each in-process measurement (throughput)")
     parser.add_argument("--server", action="store_true", help="measure a real stdio server process instead")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "DB"), help=argparse.SUPPRESS)
+    parser.add_argument("--agents", type=int, default=0, help="N real stdio servers at once (sum of RSS/PSS)")
     parser.add_argument("--roundtrip", action="store_true", help="only: one-line embedding p50, host vs in-process")
     args = parser.parse_args()
     if args.roundtrip:
         roundtrip()
+        return
+    if args.agents:
+        for mode in args.modes:
+            with tempfile.TemporaryDirectory(prefix="vpfp-") as tmp:
+                os.chmod(tmp, 0o700)
+                figures = many_servers(mode, args.agents, args.writes, args.recalls, str(Path(tmp) / "f.db"),
+                                 str(Path(tmp) / "h"))
+            print(f"{args.agents} stdio servers at once, {LABELS[mode]} (load average {os.getloadavg()[0]:.1f}):")
+            for label, value in figures.items():
+                print(f"  {label:<26} {value:8.1f}{'' if label == 'servers' else ' MB'}")
         return
     if args.child:
         print(json.dumps(child(args.child[0], args.writes, args.recalls, args.child[1])))
