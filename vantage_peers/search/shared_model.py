@@ -118,6 +118,10 @@ class SharedEmbedder:
         """The little-endian float32 bytes of every row from the host, or the fallback's numpy matrix."""
         # What LocalEmbedder feeds the model anyway: the request stays small and bounded.
         prepared = [t[:local.MAX_CHARS] if t.strip() else "." for t in texts]
+        with self._lock:
+            cooling = time.monotonic() < self._retry_at
+        if cooling:  # the host failed moments ago: in-process, without pushing the retry time back
+            return local.local_embedder().embed_array(texts)
         try:
             return b"".join(self._request(prepared[i:i + MAX_TEXTS]) for i in range(0, len(prepared), MAX_TEXTS))
         except _Unavailable as exc:
@@ -157,8 +161,6 @@ class SharedEmbedder:
 
     def _request(self, texts: list[str]) -> bytes:
         with self._lock:
-            if time.monotonic() < self._retry_at:
-                raise _Unavailable(self.last_fallback or "the model host failed recently")
             conn = self._pool.pop() if self._pool else None
         payload = frame(OP_EMBED, encode_texts(texts))
         if conn is not None:
