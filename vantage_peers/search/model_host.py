@@ -45,7 +45,9 @@ OK, ERROR, INFO = 0, 1, 2
 MAX_TEXTS = 512  # the indexer sends 64 at a time; the client splits longer lists
 # Texts arrive already cut to local.MAX_CHARS characters (≤ 4 UTF-8 bytes each).
 MAX_REQUEST_BYTES = MAX_TEXTS * (local.MAX_CHARS * 4 + 4) + 4
-MAX_CONNECTIONS = 64
+# Each client process keeps up to 2 idle connections (shared_model.POOL_SIZE): room for ≈250 agents.
+MAX_CONNECTIONS = 512
+MAX_CLIENTS_SHOWN = 256  # pids remembered for `doctor` and the tests
 FRAME_TIMEOUT_S = 30.0  # the rest of a frame whose header arrived must follow within this
 SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 IDLE_ENV = "VP_MODEL_HOST_IDLE_S"
@@ -327,7 +329,7 @@ class Host:
                 return frame(ERROR, b"HOST_EXITING: the model host is exiting; reconnect")
             self.active += 1
             self.requests += 1
-            if client is not None:
+            if client is not None and (client in self.clients or len(self.clients) < MAX_CLIENTS_SHOWN):
                 self.clients.add(client)
         try:
             matrix = self.embedder.embed_array(texts)

@@ -50,7 +50,7 @@ from .model_host import (
 SPAWN_WAIT_S = 10.0  # a cold Python start on a saturated 2-core machine; it listens before any model work
 REQUEST_TIMEOUT_S = 120.0  # the first request loads the model; a hung host must not hang us forever
 HOST_RETRY_S = 30.0  # after a fallback, in-process until then (no restart storm on a broken host)
-POOL_SIZE = 4  # idle connections kept (the scheduler's indexer and the query path)
+POOL_SIZE = 2  # idle connections kept: the scheduler's indexer and the query path
 TRANSIENT = (b"HOST_EXITING", b"HOST_BUSY")
 
 
