@@ -179,7 +179,7 @@ def test_another_users_process_is_refused_by_the_host(host_dir):
 
 
 @pytest.mark.parametrize("bad", ["someone else's", "0777"])
-def test_an_unsafe_folder_means_in_process_with_a_reason(tmp_path, bad):
+def test_an_unsafe_folder_means_in_process_with_a_reason(tmp_path, bad, monkeypatch):
     where = tmp_path / "shared"
     where.mkdir()
     if bad == "0777":
@@ -194,6 +194,11 @@ def test_an_unsafe_folder_means_in_process_with_a_reason(tmp_path, bad):
     assert why in client.last_fallback and client.spawned == 0
     assert np.allclose(vecs, local.LocalEmbedder(idle_unload_s=None).embed_array(TEXTS[:2]), atol=1e-5)
     assert not list(where.iterdir()) and hosts(where) == {}  # nothing planted, nothing started
+    assert why in client.describe() and "in-process" in client.describe()  # doctor's model line
+    monkeypatch.setenv("VP_MODEL_HOST_DIR", str(where))
+    settings = type("S", (), {"embeddings": "local", "model_host": "shared"})()
+    (status, label, detail), = shared_model.doctor_lines(settings)
+    assert (status, label) == ("WARN", "model host") and why in detail
 
 
 def test_a_host_that_cannot_start_means_in_process_for_that_call(host_dir, monkeypatch):

@@ -129,13 +129,17 @@ class SharedEmbedder:
             return local.local_embedder().embed_array(texts)
 
     def describe(self) -> str:
-        info = self.info()
-        where = f"shared model host at {self.paths['sock']}"
-        if info is None:
-            state = "not running (starts on first use)"
+        problem = check_dir(self.directory)
+        if problem:
+            where = f"in-process: {problem}"
+        elif self.fallbacks and time.monotonic() < self._retry_at:
+            where = f"in-process for now: {self.last_fallback}"
         else:
-            state = f"pid {info['pid']}, {'loaded' if info['loaded'] else 'loads on first use'}"
-        return f"{local.MODEL} (local ONNX, {local.DIMENSIONS} dims, {where}, {state})"
+            info = self.info()
+            state = ("not running (starts on first use)" if info is None
+                     else f"pid {info['pid']}, {'loaded' if info['loaded'] else 'loads on first use'}")
+            where = f"shared model host at {self.paths['sock']}, {state}"
+        return f"{local.MODEL} (local ONNX, {local.DIMENSIONS} dims, {where})"
 
     # ---- talking to the host --------------------------------------------------------------------
 
@@ -336,7 +340,7 @@ def doctor_lines(settings: Any) -> list[tuple[str, str, str]]:
         return [("WARN", "model host", f"in-process: {problem}")]
     info = client.info()
     state = (f"running, pid {info['pid']} ({'model loaded' if info['loaded'] else 'model not loaded yet'}, "
-             f"{info['requests']} requests from {len(info['clients'])} processes)") if info else "not running (starts on first use)"
+             f"{info['requests']} request(s) from {len(info['clients'])} process(es))") if info else "not running (starts on first use)"
     out = [("ok", "model host", f"shared; socket {client.paths['sock']}; {state}")]
     try:
         last = json.loads(client.paths["fallback"].read_text())
