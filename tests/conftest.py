@@ -179,3 +179,32 @@ def eapp(db_path: Path, server, database_url: str | None) -> Iterator[App]:
 def etools(eapp: App) -> Iterator[Tools]:
     with open_tools(eapp) as t:
         yield t
+
+
+@pytest.fixture(scope="session", autouse=True)
+def model_host_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """#20: every shared model host a test starts lives in this session's temp folder and is killed at
+    the end, so no process outlives pytest (idle ones exit on their own after a minute anyway). Tests
+    that strip VP_* from a child's environment land in $XDG_RUNTIME_DIR/vantage-peers: hosts started
+    there during the session are killed too."""
+    import os
+
+    from support.model_hosts import hosts, stop
+
+    base = tmp_path_factory.mktemp("mh")
+    base.chmod(0o700)
+    saved = {k: os.environ.get(k) for k in ("VP_MODEL_HOST_DIR", "XDG_RUNTIME_DIR", "VP_MODEL_HOST_IDLE_S")}
+    if not saved["XDG_RUNTIME_DIR"]:  # else the <tmp>/vantage-peers-<uid> fallback would be shared
+        (base / "xdg").mkdir(mode=0o700)
+        os.environ["XDG_RUNTIME_DIR"] = str(base / "xdg")
+    runtime = Path(os.environ["XDG_RUNTIME_DIR"]) / "vantage-peers"
+    before = set(hosts(runtime))
+    os.environ.update({"VP_MODEL_HOST_DIR": str(base / "host"),
+                       "VP_MODEL_HOST_IDLE_S": saved["VP_MODEL_HOST_IDLE_S"] or "60"})
+    yield base / "host"
+    stop(list(hosts(tmp_path_factory.getbasetemp())) + [pid for pid in hosts(runtime) if pid not in before])
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value

@@ -20,6 +20,7 @@ from vantage_peers.domains.memory import indexer, maintenance, vectors
 from vantage_peers.domains.memory.services import services
 from vantage_peers.search import local
 from vantage_peers.search.embeddings import EmbeddingError, decode_response, embedder_for
+from vantage_peers.search.shared_model import shared_embedder
 from vantage_peers.server import create_app
 from vantage_peers.settings import Settings
 
@@ -34,7 +35,9 @@ def test_local_is_the_default_without_a_key_or_base_url():
     assert Settings.from_env({"VP_EMBEDDINGS": "LOCAL", "OPENAI_API_KEY": "k"}, dotenv=False).embeddings == "local"
     with pytest.raises(Exception, match="VP_EMBEDDINGS"):
         Settings.from_env({"VP_EMBEDDINGS": "torch"}, dotenv=False)
-    embedder = embedder_for(Settings.from_env({}, dotenv=False))
+    embedder = embedder_for(Settings.from_env({}, dotenv=False))  # #20: the client of the shared model host
+    assert embedder is shared_embedder() and embedder.model == local.MODEL and embedder.dimensions == 384
+    embedder = embedder_for(Settings.from_env({"VP_MODEL_HOST": "inprocess"}, dotenv=False))
     assert embedder is local.local_embedder() and embedder.model == local.MODEL and embedder.dimensions == 384
 
 

@@ -48,7 +48,7 @@ def is_network_fs(kind: str | None) -> bool:
 
 # (field, variable, when it does something). `None` = always; a module name = once that feature is
 # installed (HTTP serving, GitHub, UI markers arrive as their own packages); "embeddings" = only
-# with an embedding provider on. Secrets are shown as set/unset, never printed.
+# with an embedding provider on; "local" = only with the local model. Secrets are shown as set/unset, never printed.
 SHOWN_SETTINGS: tuple[tuple[str, str, str | None], ...] = (
     ("db_path", "VP_DB_PATH", None),
     ("database_url", "VP_DATABASE_URL", None),  # issue #25; shown without its password
@@ -63,6 +63,7 @@ SHOWN_SETTINGS: tuple[tuple[str, str, str | None], ...] = (
     ("embeddings", "VP_EMBEDDINGS", None),
     ("embedding_model", "VP_EMBEDDING_MODEL", "embeddings"),
     ("embedding_dimensions", "VP_EMBEDDING_DIMENSIONS", "embeddings"),
+    ("model_host", "VP_MODEL_HOST", "local"),  # #20: the local model shared by a user's processes
     ("openai_api_key", "OPENAI_API_KEY / AI_GATEWAY_API_KEY", "embeddings"),
     ("openai_base_url", "OPENAI_BASE_URL / AI_GATEWAY_BASE_URL", "embeddings"),
     ("max_segment_minutes", "VP_MAX_SEGMENT_MINUTES", None),
@@ -90,7 +91,9 @@ def settings_shown(settings: Settings) -> list[tuple[str, str]]:
     for field, env_name, when in SHOWN_SETTINGS:
         if when == "embeddings" and settings.embeddings != "openai":  # model, key and URL serve openai only
             continue
-        if when not in (None, "embeddings") and importlib.util.find_spec(when) is None:
+        if when == "local" and settings.embeddings != "local":  # the model host serves the local model only
+            continue
+        if when not in (None, "embeddings", "local") and importlib.util.find_spec(when) is None:
             continue
         value = getattr(settings, field, None)
         if field in SECRETS:
@@ -218,6 +221,10 @@ def _common_checks(settings: Settings, db, version: int, line, fail, out, failur
     else:
         fail("schema version", f"database at {current_version(db)}, code expects {latest}")
 
+    from .search.shared_model import doctor_lines as model_host_lines
+
+    for status, label, detail in model_host_lines(settings):  # #20: mode, socket, the running host's pid
+        line(status, label, detail)
     try:
         from .domains.memory.maintenance import doctor_checks
 

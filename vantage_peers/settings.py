@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from .db.dialect import is_postgres_url
 from .errors import InvalidArgument, VantageError
+from .search.model_host import supported as model_host_supported
 from .toolsets import parse_toolsets
 
 APP_NAME = "vantage-peers"
@@ -71,6 +72,9 @@ class Settings(BaseModel):
     embedding_dimensions: int | None = None
     openai_api_key: str | None = None
     openai_base_url: str | None = None
+    # VP_MODEL_HOST (#20): "shared" = one local-model process per user (search/model_host.py), default
+    # where Unix sockets exist; "inprocess" = each server loads its own copy. Its folder: VP_MODEL_HOST_DIR.
+    model_host: str = "shared"
     # Tasks: the longest single work segment complete_task accepts.
     max_segment_minutes: int = 8 * 60
     # Presence refresh is throttled so that a burst of calls costs one write, not one per call.
@@ -114,6 +118,9 @@ class Settings(BaseModel):
         embeddings = (get("VP_EMBEDDINGS") or ("openai" if (key or base) else "local")).lower()
         if embeddings not in ("local", "openai", "none"):
             raise InvalidArgument(f"VP_EMBEDDINGS must be 'local', 'openai' or 'none', got {embeddings!r}")
+        model_host = (get("VP_MODEL_HOST") or ("shared" if model_host_supported() else "inprocess")).lower()
+        if model_host not in ("shared", "inprocess"):
+            raise InvalidArgument(f"VP_MODEL_HOST must be 'shared' or 'inprocess', got {model_host!r}")
         journal = (get("VP_JOURNAL_MODE") or "wal").lower()
         if journal not in ("wal", "delete", "truncate", "persist"):
             raise InvalidArgument(f"VP_JOURNAL_MODE must be wal, delete, truncate or persist, got {journal!r}")
@@ -126,6 +133,7 @@ class Settings(BaseModel):
             "cimd_test_loopback": _flag(get("VP_CIMD_TEST_LOOPBACK"), False),
             "toolsets": parse_toolsets(get("VP_TOOLSETS")),
             "embeddings": embeddings,
+            "model_host": model_host,
             "openai_api_key": key,
             "openai_base_url": base,
             "public_base_url": get("PUBLIC_BASE_URL"),

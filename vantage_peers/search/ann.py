@@ -71,9 +71,13 @@ def exists(conn: Any, name: str) -> bool:
 
 
 def signs(vector: Any) -> bytes:
-    import numpy as np
-
-    return np.packbits(np.asarray(vector, dtype=np.float32) > 0).tobytes()
+    """One bit per dimension (x > 0), most significant first, zero-padded: `np.packbits(v > 0)`, in plain
+    Python so that a server whose model lives in the shared host (#20) never imports numpy (≈17 MB)."""
+    bits = 0
+    for x in vector:
+        bits = (bits << 1) | (1 if x > 0 else 0)
+    pad = -len(vector) % 8
+    return (bits << pad).to_bytes((len(vector) + pad) // 8, "big")
 
 
 def write(conn: Any, name: str, rows: Sequence[tuple[int, str | None, Any]]) -> None:
@@ -173,10 +177,14 @@ def _cache_for(conn: Any) -> _Cache:
 def candidates(conn: Any, name: str, vector: Any, *, k: int, scope: Any, factor: int = 1) -> list[int] | None:
     """Seqs of the `factor × rescored(k)` best sign-code candidates in `scope`, nearest first, or
     None when the scope is small (or the bits table is missing): the caller then runs the exact KNN."""
-    import numpy as np
-
     if not exists(conn, name):
         return None
+    with _caches_lock:
+        known = conn.raw.filename in _caches
+    if not known and conn.scalar(f"SELECT count(*) FROM {bits_table(name)}") * len(vector) < APPROX_MIN_FLOATS:
+        return None  # a small file, never cached: exact KNN without importing numpy (#20, ≈17 MB per server)
+    import numpy as np
+
     cache = _cache_for(conn)
     with cache.lock:
         cache.refresh(conn, name)

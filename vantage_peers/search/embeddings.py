@@ -169,8 +169,15 @@ _cache_lock = threading.Lock()
 def embedder_for(settings: Any) -> Embedder | None:
     """The configured provider, or None when embeddings are off (`VP_EMBEDDINGS=none`).
 
-    Building it loads nothing: the local model loads on its first `embed`."""
+    Building it loads nothing: the local model loads on its first `embed`, in the shared model host
+    (`VP_MODEL_HOST=shared`, search/shared_model.py) or in this process (`inprocess`)."""
     if settings.embeddings == "local":
+        from .model_host import supported
+
+        if getattr(settings, "model_host", "shared") == "shared" and supported():
+            from .shared_model import shared_embedder  # one model process per user (#20)
+
+            return shared_embedder()
         from .local import local_embedder
 
         return local_embedder()
