@@ -488,3 +488,24 @@ def test_threads_embedding_while_the_host_is_killed_always_get_the_right_vectors
     assert not errors, errors[:3]
     assert calls[0] > 4 * kills and client.spawned >= 1 + kills // 2
     assert len(hosts(host_dir)) <= 1
+
+
+def test_a_query_goes_before_another_agents_queued_indexing(host_dir):
+    """Inference takes turns a batch at a time and a query takes the next one: an agent's `recall`
+    is answered while another agent's long indexing request is still being embedded."""
+    import threading
+
+    query_side = shared_model.SharedEmbedder(host_dir)
+    query_side.embed(["warm up"])  # the host runs and its model is loaded
+    bulk = [f"memory {i}: the deploy cache, the lease window and the billing ledger" for i in range(512)]
+    batches = -(-len(bulk) // local.BATCH)
+    before = query_side.info()["batches"]
+    indexer = threading.Thread(target=shared_model.SharedEmbedder(host_dir).embed_array, args=(bulk,))
+    indexer.start()
+    assert _wait(lambda: query_side.info()["batches"] > before), "the indexing request never started"
+    vector = query_side.embed_array(["what did we decide about the lease window?"])
+    done_when_answered = query_side.info()["batches"] - before - 1  # minus the query's own turn
+    indexer.join()
+    assert vector.shape == (1, local.DIMENSIONS)
+    assert done_when_answered < batches, "the query waited for the whole indexing request"
+    assert query_side.info()["batches"] - before == batches + 1  # every batch ran, the query once

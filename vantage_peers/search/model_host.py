@@ -9,7 +9,9 @@ client, which starts the host on first use). Guarantees:
 - one host per D and model: an exclusive `fcntl.flock` on `<model>.lock`, held for the host's life;
   only its holder may unlink a stale socket and bind;
 - it listens before the model loads (the model loads on the first request, off everyone's start-up);
-- one thread per connection; the embedder's own lock serialises inference;
+- one thread per connection; inference runs one batch at a time, and a query (≤ URGENT_TEXTS texts)
+  takes the next turn before any waiting indexing batch: an agent's `recall` never waits behind
+  more than one batch of another agent's indexing;
 - a peer of another uid is refused (`SO_PEERCRED`, Linux);
 - bounded input (MAX_TEXTS texts, MAX_REQUEST_BYTES bytes): a bigger request gets an error frame;
   garbage or half a frame ends that connection only;
@@ -34,7 +36,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from . import local
 
@@ -46,6 +50,7 @@ MAX_TEXTS = 512  # the indexer sends 64 at a time; the client splits longer list
 # Texts arrive already cut to local.MAX_CHARS characters (≤ 4 UTF-8 bytes each).
 MAX_REQUEST_BYTES = MAX_TEXTS * (local.MAX_CHARS * 4 + 4) + 4
 # Each client process keeps up to 2 idle connections (shared_model.POOL_SIZE): room for ≈250 agents.
+URGENT_TEXTS = 4  # a request this small is a query: it goes before queued indexing batches
 MAX_CONNECTIONS = 512
 MAX_CLIENTS_SHOWN = 256  # pids remembered for `doctor` and the tests
 FRAME_TIMEOUT_S = 30.0  # the rest of a frame whose header arrived must follow within this
@@ -181,15 +186,41 @@ def frame(kind: int, payload: bytes) -> bytes:
 
 # ---- the host ------------------------------------------------------------------------------------
 
+class Gate:
+    """One inference at a time; urgent callers (queries) go before the others that are waiting."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._busy = False
+        self._urgent_waiting = 0
+
+    @contextlib.contextmanager
+    def turn(self, urgent: bool) -> Iterator[None]:
+        with self._cond:
+            self._urgent_waiting += urgent
+            while self._busy or (not urgent and self._urgent_waiting):
+                self._cond.wait()
+            self._urgent_waiting -= urgent
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
+
+
 class Host:
     def __init__(self, directory: Path, *, idle_s: float) -> None:
         self.paths = paths(directory)
         self.idle_s = idle_s
         self.embedder = local.LocalEmbedder(idle_unload_s=None)  # the host exits instead of unloading
+        self.gate = Gate()
         self.started = time.time()
         self.last_request = time.monotonic()
         self.active = 0  # requests being served
         self.requests = 0
+        self.batches = 0  # inference turns taken (doctor, tests)
         self.clients: set[int] = set()  # pids that sent an embed request (doctor, tests)
         self.connections = 0
         self.state = threading.Lock()
@@ -314,7 +345,8 @@ class Host:
         if op == OP_INFO:
             with self.state:
                 info = {"pid": os.getpid(), "model": local.MODEL, "dimensions": local.DIMENSIONS,
-                        "loaded": self.embedder.loaded, "requests": self.requests, "clients": sorted(self.clients),
+                        "loaded": self.embedder.loaded, "requests": self.requests, "active": self.active,
+                        "batches": self.batches, "clients": sorted(self.clients),
                         "connections": self.connections, "idleSeconds": self.idle_s,
                         "uptimeSeconds": round(time.time() - self.started, 1)}
             return frame(INFO, json.dumps(info).encode())
@@ -332,7 +364,7 @@ class Host:
             if client is not None and (client in self.clients or len(self.clients) < MAX_CLIENTS_SHOWN):
                 self.clients.add(client)
         try:
-            matrix = self.embedder.embed_array(texts)
+            matrix = self._embed(texts)
         except Exception as exc:  # noqa: BLE001 - an embedding failure is the caller's answer, not a crash
             return frame(ERROR, f"EMBEDDING_FAILED: {exc}".encode())
         finally:
@@ -341,6 +373,20 @@ class Host:
                 self.last_request = time.monotonic()
         rows, dims = matrix.shape
         return frame(OK, struct.pack("!II", rows, dims) + matrix.astype("<f4").tobytes())
+
+    def _embed(self, texts: list[str]) -> Any:
+        """The request's vectors, a batch (local.BATCH texts of similar length) per turn at the gate."""
+        import numpy as np
+
+        urgent = len(texts) <= URGENT_TEXTS
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), local.DIMENSIONS), dtype=np.float32)
+        for start in range(0, len(order), local.BATCH):
+            idx = order[start:start + local.BATCH]
+            with self.gate.turn(urgent):
+                out[idx] = self.embedder.embed_array([texts[i] for i in idx])
+                self.batches += 1
+        return out
 
 
 def _answers(sock_path: Path) -> bool:
