@@ -58,7 +58,7 @@ def _trimmer() -> Any:
 _TRIM = _trimmer()
 
 
-def _release() -> None:
+def release() -> None:
     """Give the freed inference buffers back to the OS. Without the onnxruntime arena they are freed
     after each run, but glibc keeps them mapped (≈55 MB more resident per process after indexing)."""
     if _TRIM is not None:
@@ -137,8 +137,9 @@ class LocalEmbedder:
             raise EmbeddingError(self._error) from None
         self._tokenizer, self._session = tokenizer, session
 
-    def embed_array(self, texts: Sequence[str]) -> Any:
-        """(n, 384) float32 unit vectors, as a numpy array."""
+    def embed_array(self, texts: Sequence[str], *, release: bool = True) -> Any:
+        """(n, 384) float32 unit vectors, as a numpy array. `release=False` leaves the freed buffers to
+        the caller's `release()` (the model host trims once per request, not once per batch)."""
         import numpy as np
 
         if not texts:
@@ -158,7 +159,8 @@ class LocalEmbedder:
                 pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
                 norms = np.linalg.norm(pooled, axis=1, keepdims=True)
                 out[idx] = pooled / np.where(norms == 0, 1.0, norms)
-            _release()
+            if release:
+                release()
             self._last_used = time.monotonic()
             self._arm(self.idle_unload_s)
         if not np.isfinite(out).all():
@@ -185,7 +187,7 @@ class LocalEmbedder:
                 self._arm(self.idle_unload_s - idle)
                 return
             self._session = self._tokenizer = None
-            _release()
+            release()
 
     def embed(self, texts: Sequence[str], *, timeout: float = 0.0) -> list[Any]:
         """Same contract as the OpenAI provider: one float32 row per text (`timeout` does not apply:
