@@ -387,6 +387,8 @@ def main() -> None:
                         help="change constants for the whole run, before the model loads, "
                              "e.g. 'search.int8_graph.MATMUL=0'")
     parser.add_argument("--max-queries", type=int, default=0, help="evaluate only the first N queries (0 = all)")
+    parser.add_argument("--dump", type=Path, default=None,
+                        help="write each collection's candidate lists and judgments here (JSON)")
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
                         help="the database the collections are stored in")
     parser.add_argument("--database-url", default=None,
@@ -400,7 +402,12 @@ def main() -> None:
             coll = load(name, args.ir)
             if args.max_queries:
                 coll.queries = coll.queries[: args.max_queries]
-            report(coll, collect(coll, args, Path(tmp)))
+            data = collect(coll, args, Path(tmp))
+            if args.dump:  # the candidate lists and judgments, to study a fusion offline
+                args.dump.mkdir(parents=True, exist_ok=True)
+                (args.dump / f"{name}.json").write_text(json.dumps(
+                    {"queries": coll.queries, "qrels": coll.qrels, "lists": data["lists"], "extra": coll.extra}))
+            report(coll, data)
 
 
 if __name__ == "__main__":

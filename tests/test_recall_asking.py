@@ -1,0 +1,120 @@
+"""#20: when the query is a question, a memory that only asks is not taken for its answer
+(search/asking.py, domains/memory/asking.py)."""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+
+import pytest
+
+from vantage_peers.domains.memory import asking, store, vectors
+from vantage_peers.domains.memory.search import hybrid
+from vantage_peers.search.asking import body, is_question, only_asks
+
+T0 = 1_780_000_000_000
+HOUR = 3_600_000
+NS = "chat/asking"
+DIMS = 8
+
+
+def test_what_counts_as_a_memory_that_only_asks():
+    assert only_asks("(1:56 pm on 8 May, 2023) Caroline: Cool! What did it look like?")
+    assert only_asks("[2026-11-30] Should we move the queue to Postgres?")
+    assert only_asks("Nate: Have you been to the lake? [shares a photo: a lake at dusk]")
+    assert not only_asks("(1:56 pm on 8 May, 2023) Caroline: I went to the support group yesterday.")
+    assert not only_asks("Is that recent? It looks like you all had fun!")  # it says something too
+    # A long text ending on a question (an abstract's rhetorical close) carries statements.
+    assert not only_asks("We measured the indexing cost of three systems over a year. " * 5 + "Why not more?")
+    assert body("(8 May, 2023) Ana: Done? [photo]") == "Done?"
+
+
+def test_what_counts_as_a_question():
+    assert is_question("When did Nate win the tournament?")
+    assert is_question("how many replicas does the queue run")
+    assert is_question("lease timeout?")
+    assert not is_question("lease timeout decision")
+    assert not is_question("")
+
+
+@pytest.mark.parametrize("text", [
+    "", "?", "]", "[", "[?]", "(((", '" OR 1=1 --', "col:x* NEAR(a b) ^start?", "\u0000?", "a:" * 5000 + "?",
+    "(" * 10_000 + "?", "[" * 50_000 + "]", " " * 100_000 + "?", "é" * 300_000 + "?",
+])
+def test_hostile_text_is_just_text(text):
+    started = time.perf_counter()
+    only_asks(text)
+    is_question(text)
+    assert time.perf_counter() - started < 5  # no catastrophic backtracking (a generous bound, not a timing claim)
+
+
+def _unit(v: list[float]) -> list[float]:
+    n = math.sqrt(sum(x * x for x in v))
+    return [x / n for x in v]
+
+
+def _axis(i: int, lean: float = 0.0) -> list[float]:
+    v = [0.0] * DIMS
+    v[i] = 1.0
+    v[0] += lean
+    return _unit(v)
+
+
+def _seed(app) -> dict[str, int]:
+    """A question turn and its answer a session apart (no context between them), and filler. The
+    question turn shares more of the query's words and sits closer to it in vector space."""
+    rng = random.Random(7)
+    texts = {
+        "question": ("(7 November, 2022) Joanna: Which tournament was it, Nate?",
+                     _axis(3, 2.5)),
+        "answer": ("(7 November, 2022) Nate: I won the final of a big Valorant tournament last Saturday!",
+                   _axis(2, 4.0)),
+    }
+    for i in range(12):
+        texts[f"filler{i}"] = (f"(7 November, 2022) Joanna: Nate, filler talk {i} about recipes and a movie",
+                               _unit([rng.uniform(-0.2, 0.2) for _ in range(DIMS)]))
+    seqs: dict[str, int] = {}
+
+    def write(c) -> None:
+        vectors.ensure(c, "m", DIMS)
+        rows = []
+        for n, (name, (text, vec)) in enumerate(texts.items()):
+            mid = store.store_memory(c, namespace=NS, type="note", content=text, created_by="t",
+                                     now=T0 + n * 2 * HOUR)["memoryId"]
+            seqs[name] = c.scalar("SELECT seq FROM memories WHERE id = ?", (mid,))
+            rows.append((seqs[name], NS, "note", 1, None, vec))
+        vectors.upsert(c, rows)
+
+    app.db.write(write)
+    return seqs
+
+
+def _order(app, seqs: dict[str, int], query: str) -> list[str]:
+    names = {v: k for k, v in seqs.items()}
+    ids = app.db.read(lambda c: {r["id"]: r["seq"] for r in c.query("SELECT id, seq FROM memories")})
+    found = app.db.read(lambda c: hybrid(c, query=query, vector=_axis(1, 3.0), reason=None,
+                                         scope=store.scope_of(NS), types=None, include_superseded=False,
+                                         limit=10, now=T0 + 100 * HOUR))
+    assert found["mode"] == "hybrid"
+    return [names[ids[h["_id"]]] for h in found["items"]]
+
+
+@pytest.mark.backends
+def test_the_answer_outranks_a_question_that_matches_better(app, monkeypatch):
+    seqs = _seed(app)
+    query = "Which tournament did Nate win?"
+    monkeypatch.setattr(asking, "ASKS_PENALTY", 0.0)
+    plain = _order(app, seqs, query)
+    assert plain.index("question") < plain.index("answer"), plain  # what recall did before
+    monkeypatch.undo()
+    shipped = _order(app, seqs, query)
+    assert shipped.index("answer") < shipped.index("question"), shipped
+    assert shipped[:2] == ["answer", "question"]  # demoted, not dropped: still above the filler
+
+
+@pytest.mark.backends
+def test_a_keyword_query_is_not_a_question(app):
+    seqs = _seed(app)
+    order = _order(app, seqs, "tournament Nate win")
+    assert order.index("question") < order.index("answer"), order
