@@ -118,3 +118,49 @@ def test_a_keyword_query_is_not_a_question(app):
     seqs = _seed(app)
     order = _order(app, seqs, "tournament Nate win")
     assert order.index("question") < order.index("answer"), order
+
+
+def _put(app, text: str, at: int) -> int:
+    def write(c):
+        mid = store.store_memory(c, namespace=NS, type="note", content=text, created_by="t", now=at)["memoryId"]
+        return c.scalar("SELECT seq FROM memories WHERE id = ?", (mid,))
+
+    return app.db.write(write)
+
+
+def _fused(app, lists, query: str) -> list[int]:
+    from vantage_peers.domains.memory.context import context_bonus
+    from vantage_peers.search.fusion import convex
+
+    def adjust(c, scores):
+        out = dict(context_bonus(c, scores))
+        for key, extra in asking.asking_adjust(c, query, scores).items():
+            out[key] = out.get(key, 0.0) + extra
+        return out
+
+    return app.db.read(lambda c: [f.key for f in convex(lists, adjust=lambda s: adjust(c, s))])
+
+
+@pytest.mark.backends
+def test_the_reply_to_a_matching_question_is_lifted(app, monkeypatch):
+    query = "Did Melanie go to the pottery class?"
+    asked = _put(app, "(3 July, 2023) Caroline: Did you go to the pottery class, Melanie?", T0)
+    reply = _put(app, "(3 July, 2023) Melanie: Yes! I made a bowl and a little plate.", T0 + 1_000)
+    before = _put(app, "(3 July, 2023) Melanie: Hi Caroline, long week here.", T0 - 1_000)
+    filler = [_put(app, f"(4 July, 2023) Melanie: small talk {i}", T0 + (i + 1) * 2 * HOUR) for i in range(6)]
+    # BM25 and the vector side find the question turn; the reply shares no word and sits among filler.
+    lists = {"keyword": [(asked, 3.0), (filler[0], 2.6), (filler[1], 2.5), (filler[2], 2.4), (before, 1.0),
+                         (filler[3], 0.9), (filler[4], 0.8)],
+             "vector": [(asked, 0.52), (filler[0], 0.50), (filler[1], 0.49), (filler[2], 0.48), (filler[3], 0.47),
+                        (reply, 0.38), (before, 0.34), (filler[4], 0.33), (filler[5], 0.30)]}
+    monkeypatch.setattr(asking, "ASK_LEND", 0.0)
+    plain = _fused(app, lists, query)
+    assert plain.index(reply) > 3, plain  # session context alone leaves it behind the filler
+    monkeypatch.undo()
+    lifted = _fused(app, lists, query)
+    assert lifted.index(reply) <= 1, lifted  # the question lends its reply its strength
+    # Only the memory written *after* a question is its reply: the one before gets no share of it.
+    assert lifted.index(before) > lifted.index(reply)
+    # A keyword query is not a question: nothing lends, nothing is demoted.
+    keywords = _fused(app, lists, "pottery class Melanie")
+    assert keywords[0] == asked and keywords.index(reply) > 3, keywords

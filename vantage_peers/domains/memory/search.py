@@ -28,7 +28,7 @@ from ...search.fusion import convex, fused_docs
 from ...search.keyword import keyword_rows
 from ...search.snippets import add_snippets as snippets_for
 from . import vectors
-from .asking import asking_penalty
+from .asking import asking_adjust
 from .context import context_bonus
 from .dates import date_bonus
 from .store import LIVE, PREVIEW_CHARS, memory_doc, scope_sql
@@ -177,7 +177,7 @@ def _rows_by_seq(conn: Connection, seqs: list[int], where: list[str], params: li
 def _bonuses(conn: Connection, query: str, now: int, scores: Mapping[Hashable, float]) -> dict[Hashable, float]:
     """Context, date and asking adjustments on the fused scores (each computed on the same base scores)."""
     out = context_bonus(conn, scores)
-    for extra_of in (date_bonus(conn, query, now, scores), asking_penalty(conn, query, scores)):
+    for extra_of in (date_bonus(conn, query, now, scores), asking_adjust(conn, query, scores)):
         for key, extra in extra_of.items():
             out[key] = out.get(key, 0.0) + extra
     return out
