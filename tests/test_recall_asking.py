@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import random
-import time
 
 import pytest
 
@@ -38,15 +37,15 @@ def test_what_counts_as_a_question():
     assert not is_question("")
 
 
-@pytest.mark.parametrize("text", [
-    "", "?", "]", "[", "[?]", "(((", '" OR 1=1 --', "col:x* NEAR(a b) ^start?", "\u0000?", "a:" * 5000 + "?",
-    "(" * 10_000 + "?", "[" * 50_000 + "]", " " * 100_000 + "?", "é" * 300_000 + "?",
+@pytest.mark.parametrize(("text", "asks"), [
+    ("", False), ("?", True), ("]", False), ("[", False), ("[?]", False), ("(((", False), ('" OR 1=1 --', False),
+    ("col:x* NEAR(a b) ^start?", True), ("\u0000?", True), ("a:" * 5000 + "?", False), ("(" * 10_000 + "?", False),
+    ("[" * 50_000 + "]", False), (" " * 100_000 + "?", False), ("é" * 300_000 + "?", False),
 ])
-def test_hostile_text_is_just_text(text):
-    started = time.perf_counter()
-    only_asks(text)
-    is_question(text)
-    assert time.perf_counter() - started < 5  # no catastrophic backtracking (a generous bound, not a timing claim)
+def test_hostile_text_is_just_text(text, asks):
+    # Bounded patterns over a bounded prefix: a catastrophic backtrack would hang here, not pass.
+    assert only_asks(text) is asks
+    assert isinstance(is_question(text), bool)
 
 
 def _unit(v: list[float]) -> list[float]:
