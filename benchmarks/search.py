@@ -2,6 +2,7 @@
 
     uv run python benchmarks/search.py                    # 10k in one namespace, then 100k over 10
     uv run python benchmarks/search.py --small 2000 --large 0 --queries 30   # a quick run
+    uv run python benchmarks/search.py --small 10000 --large 0 --dims 384 --reindex 0 --questions
 
 Scenarios:
   single  — `--small` memories in one namespace; queries on that namespace.
@@ -350,6 +351,8 @@ def scenario(name: str, total: int, n_namespaces: int, args: argparse.Namespace,
     report("store_memory (MCP tool)", store_through_tool(path, args.store_samples, corpus, target))
 
     queries = [corpus.text(2, 6) for _ in range(args.queries)]
+    if args.questions:  # the date and asking signals read the head's rows only for a question
+        queries = [f"when did {q}?" for q in queries]
     scope = store.scope_of(target)
     now = now_ms()
     it = iter(range(10**9))
@@ -410,6 +413,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100, help="queries per measurement")
     parser.add_argument("--store-samples", type=int, default=200, help="store_memory calls measured")
     parser.add_argument("--reindex", type=int, default=5000, help="memories re-embedded by the I/O test (0=skip)")
+    parser.add_argument("--questions", action="store_true",
+                        help="queries are questions ('when did … ?'): the date and asking signals run")
     parser.add_argument("--dir", type=Path, default=None, help="where to put the DB files (default: a temp dir)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:

@@ -78,6 +78,7 @@ def _put(app, text: str, at: int, namespace: str = "chat/one") -> int:
     return app.db.write(write)
 
 
+@pytest.mark.backends  # the head's rows are read through the backend (#25)
 def test_a_when_question_prefers_the_memory_that_says_when(app):
     plain = _put(app, "Ana deployed the cache service, it went fine", NOW - 3 * DAY)
     dated = _put(app, "Ana deployed the cache service yesterday", NOW - 3 * DAY + 1_000)
@@ -96,6 +97,7 @@ def test_a_when_question_prefers_the_memory_that_says_when(app):
     assert other == {}
 
 
+@pytest.mark.backends  # the head's rows are read through the backend (#25)
 def test_a_named_period_prefers_memories_written_in_it(app):
     old = _put(app, "decided: keep the lease timeout at 30 s", NOW - 20 * DAY)
     recent = _put(app, "decided: raise the lease timeout to 60 s", NOW - DAY)  # yesterday
@@ -108,6 +110,7 @@ def test_a_named_period_prefers_memories_written_in_it(app):
     assert set(bonus) == {recent}
 
 
+@pytest.mark.backends  # the head's rows are read through the backend (#25)
 def test_hybrid_applies_the_date_bonus_end_to_end(app, monkeypatch):
     from vantage_peers.domains.memory import search as msearch
 

@@ -122,7 +122,8 @@ def convex(lists: Mapping[str, Sequence[tuple[Hashable, float]]], *, weights: Ma
     adjacent memories); exact evidence is kept after it.
     Ties are broken by the best single rank, then by first appearance, so the result is deterministic.
     """
-    weights = WEIGHTS if weights is None else weights
+    # Read at call time (not the import-time WEIGHTS) so a benchmark variant can change VECTOR_WEIGHT.
+    weights = {"keyword": 1.0 - VECTOR_WEIGHT, "vector": VECTOR_WEIGHT} if weights is None else weights
     exact_max = EXACT_MAX if exact_max is None else exact_max
     present = {name: items for name, items in lists.items() if items}
     total = sum(weights.get(name, 0.0) for name in present)

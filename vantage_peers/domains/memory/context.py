@@ -25,24 +25,32 @@ _BETWEEN = ("SELECT 1 FROM memories WHERE namespace = ? AND (createdAt, id) > (?
             "LIMIT 1")
 
 
-def neighbours(conn: Connection, seqs: list[int]) -> dict[int, list[int]]:
-    """seq -> those of `seqs` written just before or just after it in its namespace, within
+def adjacent(conn: Connection, seqs: list[int]) -> list[tuple[int, int]]:
+    """(earlier, later) pairs of `seqs` written one just after the other in their namespace, within
     SESSION_GAP_MS (nothing else of that namespace written between them).
 
     One query for the rows; then consecutive seqs (the usual case: a conversation stored turn by
-    turn) are neighbours at once, and only a close pair with a seq gap costs an indexed check."""
-    out: dict[int, list[int]] = {int(s): [] for s in seqs}
+    turn) are adjacent at once, and only a close pair with a seq gap costs an indexed check."""
     if len(seqs) < 2:
-        return out
+        return []
     marks = ",".join("?" for _ in seqs)
     rows = sorted(conn.rows(f"SELECT namespace, createdAt, id, seq FROM memories WHERE seq IN ({marks})", seqs))
+    out = []
     for (ns_a, at_a, id_a, seq_a), (ns_b, at_b, id_b, seq_b) in zip(rows, rows[1:], strict=False):
         if ns_a != ns_b or at_b - at_a > SESSION_GAP_MS:
             continue
         if seq_b != seq_a + 1 and conn.rows(_BETWEEN, (ns_a, at_a, id_a, at_b, id_b)):
             continue  # another memory of the namespace sits between them
-        out[int(seq_a)].append(int(seq_b))
-        out[int(seq_b)].append(int(seq_a))
+        out.append((int(seq_a), int(seq_b)))
+    return out
+
+
+def neighbours(conn: Connection, seqs: list[int]) -> dict[int, list[int]]:
+    """seq -> those of `seqs` written just before or just after it (see `adjacent`)."""
+    out: dict[int, list[int]] = {int(s): [] for s in seqs}
+    for earlier, later in adjacent(conn, seqs):
+        out[earlier].append(later)
+        out[later].append(earlier)
     return out
 
 

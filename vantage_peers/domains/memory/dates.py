@@ -32,8 +32,9 @@ def date_bonus(conn: Connection, query: str, now: int, scores: Mapping[Hashable,
         return {}
     head = sorted(scores, key=lambda k: -scores[k])[:DATE_DEPTH]
     marks = ",".join("?" for _ in head)
-    rows = conn.raw.execute(f"SELECT seq, content, createdAt FROM memories WHERE seq IN ({marks})",
-                            [int(k) for k in head]).fetchall()  # type: ignore[call-overload]
+    # conn.rows, not conn.raw: the same call on both backends (psycopg's raw cursor takes no `?`).
+    rows = conn.rows(f"SELECT seq, content, createdAt FROM memories WHERE seq IN ({marks})",
+                     [int(k) for k in head])  # type: ignore[call-overload]
     bonus: dict[Hashable, float] = {}
     for seq, content, created in rows:
         extra = 0.0

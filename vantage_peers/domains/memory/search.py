@@ -7,7 +7,8 @@
   DEPTH candidates per ranker. Each hit says which rankers found it (`matchedBy`), its rank in
   each (`ranks`), and `similarity` (1 - cosine distance) when the vector ranker found it.
 - Context and dates: a candidate borrows from the adjacent memory of its session (context.py); a
-  "when" question favours memories that say when, a named period memories written in it (dates.py).
+  "when" question favours memories that say when, a named period memories written in it (dates.py);
+  a question demotes memories that only ask (asking.py).
 - `fields="lite"`: each hit cut to `_id`, `namespace`, `type`, `score`, `snippet`, `preview`, so
   100 hits fit the 50 KB envelope.
 The query vector is computed by the caller before the read (the network never runs inside a
@@ -27,6 +28,7 @@ from ...search.fusion import convex, fused_docs
 from ...search.keyword import keyword_rows
 from ...search.snippets import add_snippets as snippets_for
 from . import vectors
+from .asking import asking_adjust
 from .context import context_bonus
 from .dates import date_bonus
 from .store import LIVE, PREVIEW_CHARS, memory_doc, scope_sql
@@ -173,10 +175,11 @@ def _rows_by_seq(conn: Connection, seqs: list[int], where: list[str], params: li
 
 
 def _bonuses(conn: Connection, query: str, now: int, scores: Mapping[Hashable, float]) -> dict[Hashable, float]:
-    """Context and date bonuses on the fused scores (each computed on the same base scores)."""
+    """Context, date and asking adjustments on the fused scores (each computed on the same base scores)."""
     out = context_bonus(conn, scores)
-    for key, extra in date_bonus(conn, query, now, scores).items():
-        out[key] = out.get(key, 0.0) + extra
+    for extra_of in (date_bonus(conn, query, now, scores), asking_adjust(conn, query, scores)):
+        for key, extra in extra_of.items():
+            out[key] = out.get(key, 0.0) + extra
     return out
 
 
