@@ -58,7 +58,7 @@ def _trimmer() -> Any:
 _TRIM = _trimmer()
 
 
-def release() -> None:
+def trim() -> None:
     """Give the freed inference buffers back to the OS. Without the onnxruntime arena they are freed
     after each run, but glibc keeps them mapped (≈55 MB more resident per process after indexing)."""
     if _TRIM is not None:
@@ -139,7 +139,7 @@ class LocalEmbedder:
 
     def embed_array(self, texts: Sequence[str], *, release: bool = True) -> Any:
         """(n, 384) float32 unit vectors, as a numpy array. `release=False` leaves the freed buffers to
-        the caller's `release()` (the model host trims once per request, not once per batch)."""
+        the caller's `trim()` (the model host trims once per request, not once per batch)."""
         import numpy as np
 
         if not texts:
@@ -160,7 +160,7 @@ class LocalEmbedder:
                 norms = np.linalg.norm(pooled, axis=1, keepdims=True)
                 out[idx] = pooled / np.where(norms == 0, 1.0, norms)
             if release:
-                release()
+                trim()
             self._last_used = time.monotonic()
             self._arm(self.idle_unload_s)
         if not np.isfinite(out).all():
@@ -187,7 +187,7 @@ class LocalEmbedder:
                 self._arm(self.idle_unload_s - idle)
                 return
             self._session = self._tokenizer = None
-            release()
+            trim()
 
     def embed(self, texts: Sequence[str], *, timeout: float = 0.0) -> list[Any]:
         """Same contract as the OpenAI provider: one float32 row per text (`timeout` does not apply:

@@ -386,7 +386,7 @@ class Host:
             with self.gate.turn(urgent):
                 out[idx] = self.embedder.embed_array([texts[i] for i in idx], release=False)
                 self.batches += 1
-        local.release()  # once per request: glibc's trim costs more than a small batch's inference
+        local.trim()  # once per request: glibc's trim costs more than a small batch's inference
         return out
 
 
