@@ -111,26 +111,25 @@ def check_dir(directory: Path) -> str | None:
     return None
 
 
-def peer_uid(sock: socket.socket) -> int | None:
-    """The uid of the process at the other end (Linux SO_PEERCRED), None where unavailable."""
+def _peer(sock: socket.socket) -> tuple[int, int, int] | None:
+    """(pid, uid, gid) of the process at the other end (Linux SO_PEERCRED), None where unavailable."""
     option = getattr(socket, "SO_PEERCRED", None)
     if option is None:
         return None
     try:
-        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+        return struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
     except OSError:
         return None
-    return uid
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    creds = _peer(sock)
+    return None if creds is None else creds[1]
 
 
 def peer_pid(sock: socket.socket) -> int | None:
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
-    try:
-        return struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))[0]
-    except OSError:
-        return None
+    creds = _peer(sock)
+    return None if creds is None else creds[0]
 
 
 # ---- frames ---------------------------------------------------------------------------------------
