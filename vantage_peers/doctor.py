@@ -6,6 +6,7 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from . import __version__
@@ -112,17 +113,40 @@ def settings_shown(settings: Settings) -> list[tuple[str, str]]:
     return rows
 
 
+class Report:
+    """What `doctor` prints: one `[status] label: detail` line per check, failures counted."""
+
+    def __init__(self, out) -> None:
+        self.out = out
+        self.failures = 0
+
+    def line(self, status: str, label: str, detail: str = "") -> None:
+        self.out.write(f"[{status:>4}] {label}{': ' + detail if detail else ''}\n")
+
+    def fail(self, label: str, detail: str) -> None:
+        self.failures += 1
+        self.line("FAIL", label, detail)
+
+    def rows(self, label: str, produce: Callable[[], Iterable[tuple[str, str, str]]]) -> None:
+        """A domain's (status, label, detail) rows; a FAIL row or an exception counts as a failure."""
+        try:
+            for status, row_label, detail in produce():
+                if status == "FAIL":
+                    self.fail(row_label, detail)
+                else:
+                    self.line(status, row_label, detail)
+        except Exception as exc:  # noqa: BLE001 - one domain's broken check must not hide the others
+            self.fail(label, str(exc))
+
+    def finish(self) -> int:
+        self.out.write("all checks passed\n" if self.failures == 0 else f"{self.failures} check(s) failed\n")
+        return 0 if self.failures == 0 else 1
+
+
 def run_doctor(settings: Settings | None = None, out=None) -> int:
     out = out or sys.stdout
-    failures = 0
-
-    def line(status: str, label: str, detail: str = "") -> None:
-        out.write(f"[{status:>4}] {label}{': ' + detail if detail else ''}\n")
-
-    def fail(label: str, detail: str) -> None:
-        nonlocal failures
-        failures += 1
-        line("FAIL", label, detail)
+    report = Report(out)
+    line, fail = report.line, report.fail
 
     out.write(f"vantage-peers {__version__} (Python {platform.python_version()}, {platform.system()})\n")
     try:
@@ -141,11 +165,11 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
     from .db import Database, migrate
 
     if settings.database_url:  # issue #25: the checks of the PostgreSQL backend instead of the file's
-        db_or_none = _postgres_checks(settings, line, fail)
+        db_or_none = _postgres_checks(settings, report)
         if db_or_none is None:
             return 1
         db, version = db_or_none
-        return _common_checks(settings, db, version, line, fail, out, lambda: failures)
+        return _common_checks(settings, db, version, report)
 
     path = settings.db_path
     from .db.fileguard import stale_holders
@@ -187,12 +211,14 @@ def run_doctor(settings: Settings | None = None, out=None) -> int:
     else:
         line("ok", "filesystem", fstype or "unknown")
 
-    return _common_checks(settings, db, version, line, fail, out, lambda: failures)
+    return _common_checks(settings, db, version, report)
 
 
-def _postgres_checks(settings: Settings, line, fail):
+def _postgres_checks(settings: Settings, report: Report):
     """Connect, migrate and write once on PostgreSQL; (db, version), or None after a failure."""
     from .db import connect, migrate
+
+    line, fail = report.line, report.fail
 
     try:
         db = connect(settings)
@@ -212,65 +238,52 @@ def _postgres_checks(settings: Settings, line, fail):
     return db, version
 
 
-def _common_checks(settings: Settings, db, version: int, line, fail, out, failures) -> int:
+def _common_checks(settings: Settings, db, version: int, report: Report) -> int:
     from .db import current_version, latest_version
 
     latest = latest_version()
     if version == latest == current_version(db):
-        line("ok", "schema version", str(version))
+        report.line("ok", "schema version", str(version))
     else:
-        fail("schema version", f"database at {current_version(db)}, code expects {latest}")
+        report.fail("schema version", f"database at {current_version(db)}, code expects {latest}")
 
-    from .search.shared_model import doctor_lines as model_host_lines
+    def model_host():  # #20: mode, socket, the running host's pid
+        from .search.shared_model import doctor_lines
 
-    for status, label, detail in model_host_lines(settings):  # #20: mode, socket, the running host's pid
-        line(status, label, detail)
-    try:
+        return doctor_lines(settings)
+
+    def embeddings():
         from .domains.memory.maintenance import doctor_checks
 
-        for status, label, detail in doctor_checks(settings, db, _corpora(settings)):
-            if status == "FAIL":
-                fail(label, detail)
-            else:
-                line(status, label, detail)
-    except Exception as exc:  # noqa: BLE001
-        fail("embeddings", str(exc))
+        return doctor_checks(settings, db, _corpora(settings))
 
-    from .http.doctor import doctor_checks as http_checks
+    def http():
+        from .http.doctor import doctor_checks
 
-    for status, label, detail in http_checks(settings):
-        if status == "FAIL":
-            fail(label, detail)
-        else:
-            line(status, label, detail)
+        return doctor_checks(settings)
 
-    try:
-        from .domains.github.doctor import doctor_checks as github_checks
+    def github():
+        from .domains.github.doctor import doctor_checks
 
-        for status, label, detail in github_checks(settings, db):
-            line(status, label, detail)
-    except Exception as exc:  # noqa: BLE001
-        fail("github", str(exc))
+        return doctor_checks(settings, db)
 
-    try:
+    def scheduler():
         from .domains.recurring import doctor_lines
 
-        for status, label, detail in doctor_lines(settings, db):
-            line(status, label, detail)
-    except Exception as exc:  # noqa: BLE001
-        fail("scheduler", str(exc))
+        return doctor_lines(settings, db)
 
-    try:
+    def tools():
         from .server import create_app
 
         app = create_app(settings)
-        line("ok", "tools registered", str(len(app.tools)))
         app.db.close()
-    except Exception as exc:  # noqa: BLE001
-        fail("tools", str(exc))
+        return [("ok", "tools registered", str(len(app.tools)))]
+
+    for label, produce in (("model host", model_host), ("embeddings", embeddings), ("http", http),
+                           ("github", github), ("scheduler", scheduler), ("tools", tools)):
+        report.rows(label, produce)
     db.close()
-    out.write("all checks passed\n" if failures() == 0 else f"{failures()} check(s) failed\n")
-    return 0 if failures() == 0 else 1
+    return report.finish()
 
 
 def _corpora(settings: Settings) -> list[object]:
