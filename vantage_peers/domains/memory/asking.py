@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 
 from ...db import Connection
-from ...search.asking import is_question, only_asks
+from ...search.asking import SHORT_CHARS, is_question, only_asks
 from .context import CONTEXT_DEPTH, adjacent
 
 ASKS_PENALTY = 0.6  # 0.3 / 0.6 / 1.0 measured: LoCoMo-dev R@5 rises with it, nothing else moves
@@ -32,7 +32,8 @@ def asking_adjust(conn: Connection, query: str, scores: Mapping[Hashable, float]
         return {}
     head = sorted(scores, key=lambda k: -scores[k])[:ASKS_DEPTH]
     marks = ",".join("?" for _ in head)
-    rows = conn.rows(f"SELECT seq, content FROM memories WHERE seq IN ({marks})",
+    # Enough characters to tell a short question from a long text (only_asks reads no more).
+    rows = conn.rows(f"SELECT seq, substr(content, 1, {SHORT_CHARS * 4 + 1}) FROM memories WHERE seq IN ({marks})",
                      [int(k) for k in head])  # type: ignore[call-overload]
     asks = [seq for seq, content in rows if only_asks(str(content or ""))]
     out: dict[Hashable, float] = {seq: -ASKS_PENALTY for seq in asks}
