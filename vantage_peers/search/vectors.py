@@ -50,6 +50,34 @@ class VecTable:
     ann: bool = False  # keep sign codes for the approximate first pass (search/ann.py) beside it
 
 
+def stale_triggers(source: str, table: str, watched: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The triggers that drop a row's vector of `table` when its embedded columns (`watched`) change or
+    the `source` row is deleted, as (SQLite's, PostgreSQL's) for a VecTable; the source's own trigger
+    queues the changed row for embedding again."""
+    sqlite = {
+        f"{table}_stale": f"""
+            CREATE TRIGGER {table}_stale AFTER UPDATE OF {watched} ON {source} BEGIN
+                DELETE FROM {table} WHERE rowid = old.seq;
+            END""",
+        f"{table}_delete": f"""
+            CREATE TRIGGER {table}_delete AFTER DELETE ON {source} BEGIN
+                DELETE FROM {table} WHERE rowid = old.seq;
+            END""",
+    }
+    postgres = {  # one function serves both triggers (dropping it drops them)
+        f"{table}_stale": f"""
+            CREATE FUNCTION {table}_stale() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                DELETE FROM {table} WHERE seq = OLD.seq;
+                RETURN NULL;
+            END $$;
+            CREATE TRIGGER {table}_stale AFTER UPDATE OF {watched} ON {source}
+                FOR EACH ROW EXECUTE FUNCTION {table}_stale();
+            CREATE TRIGGER {table}_delete AFTER DELETE ON {source}
+                FOR EACH ROW EXECUTE FUNCTION {table}_stale();""",
+    }
+    return sqlite, postgres
+
+
 class ModelMismatch(Exception):
     """The vectors on file were made by another model or have another dimension."""
 

@@ -12,9 +12,10 @@ delete drops the vector, a project change moves its metadata.
 from __future__ import annotations
 
 from ...search.corpus import Corpus
-from ...search.vectors import VecTable
+from ...search.vectors import VecTable, stale_triggers
 
 VEC_TABLE = "fixPatterns_vec"
+_STALE, _PG_STALE = stale_triggers("fixPatterns", VEC_TABLE, "symptom, rootCause")
 
 VEC = VecTable(
     name=VEC_TABLE,
@@ -26,14 +27,7 @@ VEC = VecTable(
             CREATE TRIGGER fixPatterns_vec_project AFTER UPDATE OF sourceProject ON fixPatterns BEGIN
                 UPDATE {VEC_TABLE} SET sourceProject = new.sourceProject WHERE rowid = new.seq;
             END""",
-        "fixPatterns_vec_stale": f"""
-            CREATE TRIGGER fixPatterns_vec_stale AFTER UPDATE OF symptom, rootCause ON fixPatterns BEGIN
-                DELETE FROM {VEC_TABLE} WHERE rowid = old.seq;
-            END""",
-        "fixPatterns_vec_delete": f"""
-            CREATE TRIGGER fixPatterns_vec_delete AFTER DELETE ON fixPatterns BEGIN
-                DELETE FROM {VEC_TABLE} WHERE rowid = old.seq;
-            END""",
+        **_STALE,
     },
     pg_triggers={  # PostgreSQL (search/pg_vectors.py): plpgsql functions named like their triggers
         "fixPatterns_vec_project": f"""
@@ -43,15 +37,7 @@ VEC = VecTable(
             END $$;
             CREATE TRIGGER fixPatterns_vec_project AFTER UPDATE OF sourceProject ON fixPatterns
                 FOR EACH ROW EXECUTE FUNCTION fixPatterns_vec_project();""",
-        "fixPatterns_vec_stale": f"""
-            CREATE FUNCTION fixPatterns_vec_stale() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-                DELETE FROM {VEC_TABLE} WHERE seq = OLD.seq;
-                RETURN NULL;
-            END $$;
-            CREATE TRIGGER fixPatterns_vec_stale AFTER UPDATE OF symptom, rootCause ON fixPatterns
-                FOR EACH ROW EXECUTE FUNCTION fixPatterns_vec_stale();
-            CREATE TRIGGER fixPatterns_vec_delete AFTER DELETE ON fixPatterns
-                FOR EACH ROW EXECUTE FUNCTION fixPatterns_vec_stale();""",
+        **_PG_STALE,
     },
 )
 

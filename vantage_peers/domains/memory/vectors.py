@@ -33,6 +33,7 @@ from ...search.vectors import (  # noqa: F401 - re-exported for memory callers
 )
 
 TABLE = "memories_vec"
+_STALE, _PG_STALE = _vec.stale_triggers("memories", TABLE, "content, namespace")
 
 _TRIGGERS = {
     "memories_vec_state": f"""
@@ -40,14 +41,7 @@ _TRIGGERS = {
             UPDATE {TABLE} SET isLatest = new.isLatest, expiresAt = coalesce(new.expiresAt, {NO_EXPIRY}),
                 type = new.type WHERE rowid = new.seq;
         END""",
-    "memories_vec_stale": f"""
-        CREATE TRIGGER memories_vec_stale AFTER UPDATE OF content, namespace ON memories BEGIN
-            DELETE FROM {TABLE} WHERE rowid = old.seq;
-        END""",
-    "memories_vec_delete": f"""
-        CREATE TRIGGER memories_vec_delete AFTER DELETE ON memories BEGIN
-            DELETE FROM {TABLE} WHERE rowid = old.seq;
-        END""",
+    **_STALE,
 }
 
 # The same on PostgreSQL (search/pg_vectors.py): plpgsql functions named like their triggers.
@@ -60,15 +54,7 @@ _PG_TRIGGERS = {
         END $$;
         CREATE TRIGGER memories_vec_state AFTER UPDATE OF isLatest, expiresAt, type ON memories
             FOR EACH ROW EXECUTE FUNCTION memories_vec_state();""",
-    "memories_vec_stale": f"""
-        CREATE FUNCTION memories_vec_stale() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-            DELETE FROM {TABLE} WHERE seq = OLD.seq;
-            RETURN NULL;
-        END $$;
-        CREATE TRIGGER memories_vec_stale AFTER UPDATE OF content, namespace ON memories
-            FOR EACH ROW EXECUTE FUNCTION memories_vec_stale();
-        CREATE TRIGGER memories_vec_delete AFTER DELETE ON memories
-            FOR EACH ROW EXECUTE FUNCTION memories_vec_stale();""",
+    **_PG_STALE,
 }
 
 MEMORIES = VecTable(
