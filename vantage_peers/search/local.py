@@ -19,7 +19,8 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -137,31 +138,34 @@ class LocalEmbedder:
             raise EmbeddingError(self._error) from None
         self._tokenizer, self._session = tokenizer, session
 
-    def embed_array(self, texts: Sequence[str], *, release: bool = True) -> Any:
-        """(n, 384) float32 unit vectors, as a numpy array. `release=False` leaves the freed buffers to
-        the caller's `trim()` (the model host trims once per request, not once per batch)."""
+    def embed_array(self, texts: Sequence[str], *,
+                    turn: Callable[[], AbstractContextManager[Any]] | None = None) -> Any:
+        """(n, 384) float32 unit vectors, as a numpy array. Each batch holds the session alone; `turn`,
+        when given, is entered around each batch too (the model host's gate: a query waits for one
+        batch of another caller, not for its whole request)."""
         import numpy as np
 
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        with self._lock:  # one session, one caller at a time (the query path and the scheduler)
-            self._load()
-            # Similar lengths in one batch: padding costs as much as real tokens.
-            order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-            out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
-            for start in range(0, len(order), BATCH):
-                idx = order[start:start + BATCH]
+        # Similar lengths in one batch: padding costs as much as real tokens.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        for start in range(0, len(order), BATCH):
+            idx = order[start:start + BATCH]
+            # One session, one caller at a time (the query path and the scheduler, or the host's clients).
+            with turn() if turn is not None else contextlib.nullcontext(), self._lock:
+                self._load()
                 encoded = self._tokenizer.encode_batch([texts[i][:MAX_CHARS] if texts[i].strip() else "." for i in idx])
                 ids = np.array([e.ids for e in encoded], dtype=np.int64)
                 mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
                 hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
                                                   "token_type_ids": np.zeros_like(ids)})[0]
-                pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
-                norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-                out[idx] = pooled / np.where(norms == 0, 1.0, norms)
-            if release:
-                trim()
-            self._last_used = time.monotonic()
+                self._last_used = time.monotonic()  # never idle while a long request is under way
+            pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[idx] = pooled / np.where(norms == 0, 1.0, norms)
+        trim()  # once per call: glibc's trim costs more than a small batch's inference
+        with self._lock:
             self._arm(self.idle_unload_s)
         if not np.isfinite(out).all():
             raise EmbeddingError("the local model produced a non-finite vector")

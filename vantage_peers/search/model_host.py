@@ -374,19 +374,16 @@ class Host:
         return frame(OK, struct.pack("!II", rows, dims) + matrix.astype("<f4").tobytes())
 
     def _embed(self, texts: list[str]) -> Any:
-        """The request's vectors, a batch (local.BATCH texts of similar length) per turn at the gate."""
-        import numpy as np
-
+        """The request's vectors, one batch per turn at the gate (a query's turn comes first)."""
         urgent = len(texts) <= URGENT_TEXTS
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.empty((len(texts), local.DIMENSIONS), dtype=np.float32)
-        for start in range(0, len(order), local.BATCH):
-            idx = order[start:start + local.BATCH]
+
+        @contextlib.contextmanager
+        def turn() -> Iterator[None]:
             with self.gate.turn(urgent):
-                out[idx] = self.embedder.embed_array([texts[i] for i in idx], release=False)
+                yield
                 self.batches += 1
-        local.trim()  # once per request: glibc's trim costs more than a small batch's inference
-        return out
+
+        return self.embedder.embed_array(texts, turn=turn)
 
 
 def _answers(sock_path: Path) -> bool:
