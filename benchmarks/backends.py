@@ -32,10 +32,7 @@ import multiprocessing as mp
 import os
 import random
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,8 +45,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+import http_load  # noqa: E402 - benchmarks/, beside this script
+from support.http_helpers import Serve  # noqa: E402
+
 logging.disable(logging.INFO)  # the servers' and HTTP clients' request logs (here and in spawned processes)
-MASTER = "c5" * 32
 # Text with a natural word-frequency curve: 5,000 made-up words drawn with Zipf weights (1/rank), so a
 # query of two mid-frequency words matches a few percent of the memories, as real questions do.
 VOCABULARY = [f"{a}{b}{c}" for a in "bdfgklmnprstvz" for b in "aeiou" for c in ("", "n", "r", "s", "l", "m", "t",
@@ -317,99 +316,36 @@ def checkout_race(backend: Backend, racers: int, rounds: int) -> dict[str, str]:
 
 
 # -- 4. serve processes ------------------------------------------------------------------------
-def _script() -> str:
-    local = Path(sys.executable).parent / "vantage-peers"
-    return str(local) if local.exists() else shutil.which("vantage-peers")  # type: ignore[return-value]
-
-
-def _start_serve(where: dict[str, Any], workdir: Path, workers: int, pool: int) -> tuple[subprocess.Popen, str]:
-    import httpx2
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "VP_DB_PATH": str(where["db_path"]), "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none",
-           "BEARER_SECRET_MASTER": MASTER, "VP_PG_POOL_SIZE": str(pool)}
-    env.pop("VP_DATABASE_URL", None)
-    if where.get("database_url"):
-        env["VP_DATABASE_URL"] = where["database_url"]
-    log = open(workdir / f"serve-{port}.log", "w")  # noqa: SIM115 - lives as long as the process
-    proc = subprocess.Popen([_script(), "serve", "--port", str(port), "--workers", str(workers)], env=env,
-                            cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(600):
-        if proc.poll() is not None:
-            raise RuntimeError(f"serve exited {proc.returncode}: {(workdir / f'serve-{port}.log').read_text()[-2000:]}")
-        try:
-            if httpx2.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                break
-        except httpx2.HTTPError:
-            time.sleep(0.1)
-    return proc, f"http://127.0.0.1:{port}/mcp"
-
-
-def _load(urls: list[str], first: int, clients: int, seconds: float, start_at: float, out) -> None:
-    import anyio
-    import httpx2
-
-    counts: dict[str, Any] = {"ok": 0, "sent": 0, "errors": 0, "times": []}
-
-    async def one(n: int) -> None:
-        headers = {"Authorization": f"Bearer {MASTER}", "Accept": "application/json, text/event-stream",
-                   "Content-Type": "application/json"}
-        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
-            i = 0
-            while time.time() < start_at + seconds:
-                if i % 2 == 0:
-                    call = {"name": "send_message", "arguments": {"channel": f"c{n}", "content": f"{n}-{i}",
-                                                                  "from": "x"}}
-                else:
-                    call = {"name": "check_messages", "arguments": {"recipient": f"c{n}", "limit": 20}}
-                t = time.perf_counter()
-                url = urls[(first + n) % len(urls)]  # the clients spread over the servers
-                r = await http.post(url, json={"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": call})
-                counts["times"].append(time.perf_counter() - t)
-                if r.status_code == 200 and '"isError":false' in r.text.replace(" ", ""):
-                    counts["ok"] += 1
-                    counts["sent"] += i % 2 == 0
-                else:
-                    counts["errors"] += 1
-                i += 1
-
-    async def main() -> None:
-        await anyio.sleep(max(0.0, start_at - time.time()))
-        async with anyio.create_task_group() as tg:
-            for n in range(clients):
-                tg.start_soon(one, n)
-
-    anyio.run(main)
-    out.put(counts)
+def _start_serve(where: dict[str, Any], workers: int, pool: int) -> Serve:
+    # The database of `where` only: a VP_DATABASE_URL of the shell must not send the file's run elsewhere.
+    return Serve(where["db_path"], env={"VP_EMBEDDINGS": "none", "VP_PG_POOL_SIZE": str(pool),
+                                        "VP_DATABASE_URL": where.get("database_url")},
+                 args=["--workers", str(workers)])
 
 
 def serve_load(backend: Backend, servers: int, workers: int, seconds: float) -> dict[str, str]:
     with backend.database() as where:
-        procs = []
+        procs: list[Serve] = []
         try:
             for _ in range(servers):
-                procs.append(_start_serve(where, backend.tmp, workers, pool=4))
-            urls = [u for _, u in procs]
+                procs.append(_start_serve(where, workers, pool=4))
+            urls = [p.url for p in procs]
             ctx = mp.get_context("spawn")
             out = ctx.Queue()
             start_at = time.time() + 3
             # The same load whatever the servers: 2 load processes x 4 clients, spread over the servers.
-            loaders = [ctx.Process(target=_load, args=(urls, 4 * i, 4, seconds, start_at, out)) for i in range(2)]
+            loaders = [ctx.Process(target=http_load.run, args=(urls, 4 * i, 4, seconds, start_at, out, "inbox"))
+                       for i in range(2)]
             for p in loaders:
                 p.start()
             results = [out.get(timeout=600) for _ in loaders]
             for p in loaders:
                 p.join()
         finally:
-            for proc, _ in procs:
-                proc.send_signal(signal.SIGTERM)
-            for proc, _ in procs:
-                try:
-                    proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            for proc in procs:
+                proc.terminate()  # all at once, then each waited for
+            for proc in procs:
+                proc.stop()
         stored = _stored_messages(where)
     ok = sum(r["ok"] for r in results)
     sent = sum(r["sent"] for r in results)

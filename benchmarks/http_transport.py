@@ -20,20 +20,18 @@ import argparse
 import multiprocessing as mp
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-MASTER = "b7" * 32
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
 
-
-def _script() -> str:
-    local = Path(sys.executable).parent / "vantage-peers"
-    return str(local) if local.exists() else shutil.which("vantage-peers")  # type: ignore[return-value]
+import http_load  # noqa: E402 - benchmarks/, beside this script
+from support.http_helpers import MASTER, Serve  # noqa: E402
+from support.http_helpers import script as _script  # noqa: E402
 
 
 def _env(db: Path) -> dict[str, str]:
@@ -129,55 +127,8 @@ def _report(title: str, http_lat: dict[str, list[float]], stdio_lat: dict[str, l
               f"| http/stdio p50 = {h50 / s50:.2f}x")
 
 
-def _load(url: str, clients: int, seconds: float, start_at: float, out) -> None:
-    import anyio
-    import httpx2
-
-    counts = {"ok": 0, "sent": 0, "errors": 0}
-
-    async def one(n: int) -> None:
-        headers = {"Authorization": f"Bearer {MASTER}", "Accept": "application/json, text/event-stream",
-                   "Content-Type": "application/json"}
-        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
-            i = 0
-            while time.time() < start_at + seconds:
-                if i % 2 == 0:
-                    call = {"name": "send_message", "arguments": {"channel": "bob", "content": f"{n}-{i}", "from": "x"}}
-                else:
-                    call = {"name": "recall", "arguments": {"query": "latency", "namespace": "project/bench"}}
-                r = await http.post(url, json={"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": call})
-                if r.status_code == 200 and '"isError":false' in r.text.replace(" ", ""):
-                    counts["ok"] += 1
-                    counts["sent"] += i % 2 == 0
-                else:
-                    counts["errors"] += 1
-                i += 1
-
-    async def main() -> None:
-        await anyio.sleep(max(0.0, start_at - time.time()))
-        async with anyio.create_task_group() as tg:
-            for n in range(clients):
-                tg.start_soon(one, n)
-
-    anyio.run(main)
-    out.put(counts)
-
-
-def _start_serve(db: Path, workdir: Path, workers: int = 1) -> tuple[subprocess.Popen, str]:
-    import httpx2
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([_script(), "serve", "--port", str(port), "--workers", str(workers)], env=_env(db), cwd=workdir,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(600):
-        try:
-            if httpx2.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                break
-        except httpx2.HTTPError:
-            time.sleep(0.1)
-    return proc, f"http://127.0.0.1:{port}/mcp"
+def _start_serve(db: Path, workers: int = 1) -> Serve:
+    return Serve(db, env={"VP_EMBEDDINGS": "none"}, args=["--workers", str(workers)])
 
 
 def _throughput(db: Path, urls: list[str], seconds: float, label: str = "") -> None:
@@ -194,7 +145,8 @@ def _throughput(db: Path, urls: list[str], seconds: float, label: str = "") -> N
     out = ctx.Queue()
     start_at = time.time() + 3
     # 8 clients in 2 load processes; with 2 servers each load process talks to its own server.
-    procs = [ctx.Process(target=_load, args=(urls[i % len(urls)], 4, seconds, start_at, out)) for i in range(2)]
+    procs = [ctx.Process(target=http_load.run, args=([urls[i % len(urls)]], 0, 4, seconds, start_at, out, "recall"))
+             for i in range(2)]
     for p in procs:
         p.start()
     results = [out.get() for _ in procs]
@@ -220,12 +172,11 @@ def main() -> None:
     if args.workers_only:
         workdir = Path(tempfile.mkdtemp())
         db = workdir / "bench.db"
-        proc, url = _start_serve(db, workdir, workers=args.workers_only)
+        server = _start_serve(db, workers=args.workers_only)
         try:
-            _throughput(db, [url], args.seconds, label=f"1 serve --workers {args.workers_only}")
+            _throughput(db, [server.url], args.seconds, label=f"1 serve --workers {args.workers_only}")
         finally:
-            proc.terminate()
-            proc.wait(30)
+            server.stop()
         return
 
     import anyio
@@ -235,8 +186,8 @@ def main() -> None:
 
     workdir = Path(tempfile.mkdtemp())
     db = workdir / "bench.db"
-    servers = [_start_serve(db, workdir)]
-    url = servers[0][1]
+    servers = [_start_serve(db)]
+    url = servers[0].url
     try:
         async def over_http():
             async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {MASTER}"}, timeout=30) as http,
@@ -254,15 +205,15 @@ def main() -> None:
         _report(f"latency, {args.calls} sequential plain JSON-RPC calls per tool (server + transport only), ms:",
                 _raw_http(url, args.calls), _raw_stdio(db, workdir, args.calls))
         _throughput(db, [url], args.seconds)
-        servers.append(_start_serve(db, workdir))
-        _throughput(db, [u for _, u in servers], args.seconds)
-        servers.append(_start_serve(db, workdir, workers=2))
-        _throughput(db, [servers[-1][1]], args.seconds, label="1 serve --workers 2")
+        servers.append(_start_serve(db))
+        _throughput(db, [s.url for s in servers], args.seconds)
+        servers.append(_start_serve(db, workers=2))
+        _throughput(db, [servers[-1].url], args.seconds, label="1 serve --workers 2")
     finally:
-        for proc, _ in servers:
-            proc.send_signal(signal.SIGTERM)
-        for proc, _ in servers:
-            proc.wait(30)
+        for server in servers:
+            server.terminate()  # all at once, then each waited for
+        for server in servers:
+            server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from retrieval import vacuum_analyze  # noqa: E402
+from retrieval import scratch_postgres, vacuum_analyze  # noqa: E402
 from search import Corpus, LocalEmbedder, bulk_load, pct, timed  # noqa: E402
 
 from vantage_peers.db import open_database  # noqa: E402
@@ -34,27 +34,10 @@ from vantage_peers.settings import Settings  # noqa: E402
 NS = "bench/recall"
 
 
-def database_url(args: argparse.Namespace) -> str:
-    if args.database_url:
-        import psycopg
-
-        with psycopg.connect(args.database_url, autocommit=True) as conn:
-            conn.execute("DROP SCHEMA public CASCADE")
-            conn.execute("CREATE SCHEMA public")
-        return args.database_url
-    sys.path.insert(0, str(ROOT / "tests"))
-    from support import postgres
-
-    why = postgres.available()
-    if why:
-        raise SystemExit(why)
-    return postgres.fresh_database("bench_recall")
-
-
 def run(backend: str, args: argparse.Namespace, tmp: Path) -> dict[str, float]:
     settings = Settings.from_env({"VP_EMBEDDINGS": "none"}, dotenv=False).model_copy(update={
         "db_path": tmp / f"{backend}.db", "scheduler": False,
-        "database_url": database_url(args) if backend == "postgres" else None})
+        "database_url": scratch_postgres(args.database_url, "bench_recall") if backend == "postgres" else None})
     db = open_database(settings)
     try:
         corpus, embedder = Corpus(seed=11), LocalEmbedder(dims=args.dims)

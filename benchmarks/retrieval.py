@@ -299,24 +299,30 @@ def vacuum_analyze(url: str) -> None:
         conn.execute("VACUUM ANALYZE")
 
 
-def database_for(coll: Collection, args: argparse.Namespace) -> str | None:
-    """None on SQLite; on PostgreSQL a migrated, empty database for this collection."""
-    if args.backend == "sqlite":
-        return None
-    if args.database_url:
+def scratch_postgres(url: str | None, name: str) -> str:
+    """An empty PostgreSQL database: `url` emptied (a scratch database named on the command line), or a
+    fresh database `name` on the tests' embedded server."""
+    if url:
         import psycopg
 
-        with psycopg.connect(args.database_url, autocommit=True) as conn:  # a scratch database: start empty
+        with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("DROP SCHEMA public CASCADE")
             conn.execute("CREATE SCHEMA public")
-        return args.database_url
+        return url
     sys.path.insert(0, str(ROOT / "tests"))
     from support import postgres  # the embedded server of the tests
 
     why = postgres.available()
     if why:
         raise SystemExit(why)
-    return postgres.fresh_database(f"bench_{coll.name.replace('-', '_')}")
+    return postgres.fresh_database(name)
+
+
+def database_for(coll: Collection, args: argparse.Namespace) -> str | None:
+    """None on SQLite; on PostgreSQL a migrated, empty database for this collection."""
+    if args.backend == "sqlite":
+        return None
+    return scratch_postgres(args.database_url, f"bench_{coll.name.replace('-', '_')}")
 
 
 def report(coll: Collection, data: dict[str, Any]) -> dict[str, dict[str, float]]:

@@ -34,15 +34,20 @@ def free_port() -> int:
 
 
 class Serve:
-    def __init__(self, db: Path, *, env: dict[str, str] | None = None, args: list[str] | None = None) -> None:
+    def __init__(self, db: Path, *, env: dict[str, str | None] | None = None, args: list[str] | None = None) -> None:
+        """`env` is laid over this process's environment; a None value unsets that variable."""
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.url = f"{self.base}/mcp"
         self.db = db
         self.signalled = False
-        full = {**os.environ, "VP_DB_PATH": str(db), "VP_SCHEDULER": "off", "BEARER_SECRET_MASTER": MASTER,
-                **(env or {})}
+        full = {**os.environ, "VP_DB_PATH": str(db), "VP_SCHEDULER": "off", "BEARER_SECRET_MASTER": MASTER}
         full.pop("VP_ORCHESTRATOR", None)
+        for key, value in (env or {}).items():
+            if value is None:
+                full.pop(key, None)
+            else:
+                full[key] = value
         self.log = db.parent / f"serve-{self.port}.log"
         self._log = open(self.log, "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen([script(), "serve", "--port", str(self.port), *(args or [])], env=full,
