@@ -1,8 +1,16 @@
-"""Shared fixtures: a temp DB file, the app, and a synchronous in-memory MCP client."""
+"""Shared fixtures: a temp DB file, the app, and a synchronous in-memory MCP client; the test lanes.
+
+Lanes (issue #33, CONTRIBUTING.md): every test carrying none of `slow`, `postgres`, `clients` or
+`browser` gets `fast`, so `uv run pytest -m fast` is the quick lane. `postgres`, `clients` and `browser`
+are added here from what a test is; `slow` is written on the tests themselves.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -81,6 +89,50 @@ def make_settings(path: Path, **overrides: Any) -> Settings:
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "vp.db"
+
+
+LANES = ("slow", "postgres", "clients", "browser")
+_CLIENTS = Path(__file__).resolve().parent / "clients"
+_BROWSER = re.compile(r"\bchromium\b|playwright")
+
+
+@functools.cache
+def _mentions_browser(function: Any) -> bool:
+    try:
+        return bool(_BROWSER.search(inspect.getsource(function)))
+    except (OSError, TypeError):
+        return False
+
+
+def _uses_browser(item: pytest.Item) -> bool:
+    """The test function's own source names chromium or Playwright (read only in modules that do)."""
+    function = getattr(item, "function", None)
+    module = getattr(item, "module", None)
+    if function is None or module is None or not _module_mentions_browser(module.__file__):
+        return False
+    return _mentions_browser(function)
+
+
+@functools.cache
+def _module_mentions_browser(path: str) -> bool:
+    return bool(_BROWSER.search(Path(path).read_text(encoding="utf-8")))
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`postgres`: a test parametrized onto PostgreSQL (`backend=postgres`, or any parameter "postgres");
+    `clients`: everything under tests/clients; `browser`: a test that drives chromium or Playwright;
+    `fast`: every test with none of the lane markers."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and any(isinstance(v, str) and v == "postgres" for v in callspec.params.values()):
+            item.add_marker(pytest.mark.postgres)
+        if _CLIENTS in item.path.parents:
+            item.add_marker(pytest.mark.clients)
+        if _uses_browser(item):
+            item.add_marker(pytest.mark.browser)
+        if not any(item.get_closest_marker(lane) for lane in LANES):
+            item.add_marker(pytest.mark.fast)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -47,6 +47,7 @@ def _wait(predicate, what: str, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_backup_while_two_processes_write(env, tmp_path, capsys):
     _db(env).close()  # create and migrate the file first
     acks = [tmp_path / f"ack{i}.txt" for i in range(2)]

@@ -11,6 +11,8 @@ import os
 import pytest
 from support import chaos
 
+pytestmark = pytest.mark.slow  # chaos: servers killed and files moved under writers
+
 
 @pytest.mark.parametrize("mode", ["wal", "delete", "postgres"])
 def test_sigkilled_servers_lose_nothing_acknowledged(tmp_path, mode):

@@ -49,6 +49,7 @@ def test_a_bad_db_path_is_one_line_and_exit_2_for_every_command(tmp_path, args):
     _assert_one_line_exit_2(run(args, clean_env(VP_DB_PATH=str(tmp_path)), tmp_path), "a directory")
 
 
+@pytest.mark.slow
 def test_every_kind_of_bad_db_path_is_one_line(tmp_path):
     for why, path in _bad_paths(tmp_path).items():
         _assert_one_line_exit_2(run([], clean_env(VP_DB_PATH=str(path)), tmp_path), why)
@@ -71,6 +72,7 @@ def _doctor_settings(stdout: str) -> dict[str, str]:
     return rows
 
 
+@pytest.mark.slow
 def test_dotenv_contributes_only_vp_variables(tmp_path):
     (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-unrelated-app-secret\nGITHUB_TOKEN=ghp_x\n"
                                    "VP_ORCHESTRATOR=from-dotenv\nVP_TOOLSETS=core,records\n")
@@ -92,6 +94,7 @@ def test_dotenv_contributes_only_vp_variables(tmp_path):
     assert "ghp_x" not in out.stdout
 
 
+@pytest.mark.slow
 def test_dotenv_that_sets_vp_embeddings_counts_in_full(tmp_path):
     import socket
 
@@ -110,6 +113,7 @@ def test_dotenv_that_sets_vp_embeddings_counts_in_full(tmp_path):
     assert _doctor_settings(env_wins.stdout)["VP_EMBEDDINGS"] == "none"
 
 
+@pytest.mark.slow
 def test_the_server_says_what_it_is_on_a_terminal(tmp_path):
     import pty
 
@@ -149,6 +153,7 @@ def test_main_help_shows_examples_and_settings(tmp_path):
         assert command in out.stdout
 
 
+@pytest.mark.slow
 def test_status_shows_peers_unread_tasks_and_jobs(tmp_path):
     db = tmp_path / "status.db"
     app = create_app(make_settings(db, orchestrator="alice"))

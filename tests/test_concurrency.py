@@ -49,6 +49,7 @@ def _prepare(path):
 
 
 @pytest.mark.backends
+@pytest.mark.slow
 def test_concurrent_senders_in_four_processes_deliver_exactly_once(db_target):
     path = db_target
     _prepare(path)

@@ -55,6 +55,7 @@ def test_a_thread_s_connection_closes_when_the_thread_ends(tmp_path):
     assert db_fds(path) == 0
 
 
+@pytest.mark.slow
 def test_db_descriptors_stay_bounded_with_calls_spaced_past_worker_idle_time(tmp_path, monkeypatch):
     """The real tool path: our stdio transport + the SDK server loop + anyio worker threads, which
     retire after MAX_IDLE_TIME idle (10 s in anyio; made 0.2 s here instead of sleeping 10 s a call)."""

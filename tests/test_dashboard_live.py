@@ -23,6 +23,7 @@ def next_event(lines: Iterator[str], name: str) -> str:
     raise AssertionError("stream ended")
 
 
+@pytest.mark.slow
 def test_a_change_by_another_process_reaches_the_stream_and_the_view(tmp_path):
     db, port = tmp_path / "live.db", free_port()
     send(db, "before")  # creates the file

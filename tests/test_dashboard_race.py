@@ -41,6 +41,7 @@ db.close()
 """
 
 
+@pytest.mark.slow
 def test_releases_and_the_agents_pause_race_one_winner(settings):
     """Release needs in_progress, pause needs the open segment: whichever commits first, the others lose."""
     path = settings.db_path

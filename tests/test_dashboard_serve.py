@@ -134,6 +134,7 @@ def test_a_non_loopback_bind_always_signs_in(tmp_path):
     app.db.close()
 
 
+@pytest.mark.slow
 def test_real_serve_process_mounts_the_dashboard_behind_sign_in(tmp_path):
     with serving(tmp_path / "srv.db") as server:
         r = server.http("GET", "/dashboard/team", follow_redirects=False)

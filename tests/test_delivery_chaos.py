@@ -10,6 +10,10 @@ import importlib.util
 import os
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # chaos: agents killed while messages are delivered
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

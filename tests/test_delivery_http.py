@@ -3,12 +3,14 @@ another agent, nor read the delivery of another sender's message by naming that 
 
 from __future__ import annotations
 
+import pytest
 from support.http_helpers import MASTER, scoped_token, serving, text
 
 CEDAR = {"profileId": "cedar-agent", "description": "cedar only", "fromAllowList": ["cedar"],
          "namespaceReadPrefixes": ["project/cedar"], "namespaceWritePrefixes": ["project/cedar"]}
 
 
+@pytest.mark.slow
 def test_scoped_token_cannot_acknowledge_or_inspect_for_others(tmp_path):
     with serving(tmp_path / "vp.db", env={"VP_EMBEDDINGS": "none"}) as server:
         cedar = scoped_token(server, CEDAR, name="cedar")

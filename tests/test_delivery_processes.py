@@ -19,6 +19,8 @@ from vantage_peers.db import open_database
 from vantage_peers.domains.messaging import delivery
 from vantage_peers.domains.messaging import store as messages
 
+pytestmark = pytest.mark.slow  # several stdio processes
+
 WORKER = """
 import json, sys
 from vantage_peers.db import open_target

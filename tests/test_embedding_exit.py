@@ -7,6 +7,7 @@ import json
 import os
 
 import anyio
+import pytest
 from conftest import make_settings, open_tools
 from mcp import Client, StdioServerParameters
 from support.memory_helpers import embedding_settings
@@ -27,6 +28,7 @@ def _counts(path) -> tuple[int, int]:
         db.close()
 
 
+@pytest.mark.slow
 def test_a_one_shot_stdio_process_embeds_what_it_wrote_before_exiting(tmp_path):
     path = tmp_path / "oneshot.db"
     env = {**os.environ, "VP_DB_PATH": str(path), "VP_ORCHESTRATOR": "alice", "VP_EMBEDDINGS": "local",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import multiprocessing
 
+import pytest
 from conftest import open_tools
 from support.memory_helpers import (
     API_KEY,
@@ -181,6 +182,7 @@ def test_leases_split_jobs_between_workers(eapp, etools):
     assert len(again) == 10
 
 
+@pytest.mark.slow
 def test_two_processes_embed_the_queue_cooperatively(eapp, etools, server, db_path):
     texts = [f"cooperative memory {i}" for i in range(48)]
     for text in texts:

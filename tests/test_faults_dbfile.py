@@ -53,6 +53,7 @@ def stdio(tmp_path):
         p.close()
 
 
+@pytest.mark.slow
 def test_deleted_file_refuses_every_write_and_creates_nothing(stdio, tmp_path):
     db = tmp_path / "vp.db"
     srv = stdio()
@@ -67,6 +68,7 @@ def test_deleted_file_refuses_every_write_and_creates_nothing(stdio, tmp_path):
     assert "DB_FILE_GONE" in srv.stderr_path.read_text()
 
 
+@pytest.mark.slow
 def test_moved_file_refuses_writes(stdio, tmp_path):
     db = tmp_path / "vp.db"
     srv = stdio()
@@ -76,6 +78,7 @@ def test_moved_file_refuses_writes(stdio, tmp_path):
     assert err and "DB_FILE_GONE:" in text
 
 
+@pytest.mark.slow
 def test_replaced_by_a_valid_database_is_reopened_and_writes_land_there(stdio, tmp_path):
     db = tmp_path / "vp.db"
     srv = stdio()
@@ -111,6 +114,7 @@ def test_replaced_by_something_else_refuses_writes(stdio, tmp_path, content):
         assert err and "DB_FILE_GONE:" in text and "replaced" in text, text
 
 
+@pytest.mark.slow
 def test_deleted_under_serve_and_doctor_and_status_report_it(tmp_path):
     db = tmp_path / "vp.db"
     with serving(db, args=["--no-auth"]) as server:

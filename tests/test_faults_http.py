@@ -105,6 +105,7 @@ def test_slow_header_connection_is_closed(server):
         assert closed, "the slow-header connection was never closed"
 
 
+@pytest.mark.slow
 def test_keep_alive_connection_is_closed_after_its_response_but_a_slow_body_is_not_cut(server):
     body = LIST.encode()
     head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nContent-Type: application/json\r\n"

@@ -108,6 +108,7 @@ def test_registration_is_rate_limited_per_address(tight):
     assert statuses.count(201) <= 6  # at most one token refilled while the loop ran
 
 
+@pytest.mark.slow
 def test_wrong_client_secrets_back_off_then_429_and_the_token_bucket(tight):
     client = make_client(tight, "client-generic", grantTypes=["client_credentials"])
     cid, secret = client["client_id"], client["client_secret"]

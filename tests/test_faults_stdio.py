@@ -7,9 +7,12 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 from support.faults_helpers import StdioProc
 
 from vantage_peers.transport import MAX_UNANSWERED
+
+pytestmark = pytest.mark.slow  # soak: a thousand unanswered requests over stdio
 
 N = 1000
 

@@ -54,6 +54,7 @@ def fill(directory) -> os.PathLike:
     return filler
 
 
+@pytest.mark.slow
 def test_disk_full_answers_storage_full_even_with_stderr_on_that_disk(small_disk):
     # stderr on the same small disk, and VP_ORCHESTRATOR set so every call tries to log a presence failure.
     srv = StdioProc(small_disk / "vp.db", stderr_path=small_disk / "stderr.log",
@@ -100,6 +101,7 @@ def immutable(tmp_path):
     chattr("-i", *marked)
 
 
+@pytest.mark.slow
 def test_read_only_wal_index_is_refused_with_a_code_not_sigbus(tmp_path, immutable):
     db = tmp_path / "vp.db"
     srv = StdioProc(db)
@@ -123,6 +125,7 @@ def test_read_only_wal_index_is_refused_with_a_code_not_sigbus(tmp_path, immutab
     assert srv.proc.returncode == 0  # no SIGBUS (-7) at exit either
 
 
+@pytest.mark.slow
 def test_exit_while_the_wal_index_is_read_only_does_not_sigbus(tmp_path, immutable):
     db = tmp_path / "vp.db"
     srv = StdioProc(db)
@@ -132,6 +135,7 @@ def test_exit_while_the_wal_index_is_read_only_does_not_sigbus(tmp_path, immutab
     assert srv.proc.returncode == 0
 
 
+@pytest.mark.slow
 def test_read_only_database_and_wal_answer_storage_read_only(tmp_path, immutable):
     db = tmp_path / "vp.db"
     srv = StdioProc(db)
@@ -148,6 +152,7 @@ def test_read_only_database_and_wal_answer_storage_read_only(tmp_path, immutable
         srv.close()
 
 
+@pytest.mark.slow
 def test_vanished_wal_index_is_refused(tmp_path):
     db = tmp_path / "vp.db"
     srv = StdioProc(db)

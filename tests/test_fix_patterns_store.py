@@ -20,6 +20,7 @@ def new_pattern(db, **over):
     return db.write(lambda c: store.create(c, **args))["patternId"]
 
 
+@pytest.mark.slow
 def test_two_processes_racing_worked_attempts_validate_exactly_once(db, settings):
     patterns = [new_pattern(db, symptom=f"race {i}") for i in range(12)]
     ctx = multiprocessing.get_context("spawn")

@@ -10,10 +10,13 @@ from __future__ import annotations
 import os
 import random
 
+import pytest
 from conftest import make_settings
 from support.fuzz_cases import run_fuzz
 
 from vantage_peers.server import create_app
+
+pytestmark = pytest.mark.slow  # fuzzing every tool and the registration endpoint
 
 PER_CALL_BOUND_S = 120  # a hang detector only: far above any call's cost on a loaded CI machine
 

@@ -34,6 +34,7 @@ def _script() -> str:
 
 
 @pytest.mark.backends
+@pytest.mark.slow
 def test_webhook_to_comments_exactly_once_across_processes(tmp_path, database_url):
     github = FakeGitHub()
     github.fail_new = 2

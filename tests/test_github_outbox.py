@@ -79,6 +79,7 @@ def test_no_token_sends_nothing(settings, github):
         app.db.close()
 
 
+@pytest.mark.slow
 def test_rate_limit_headers_pause_every_sender(gapp, github):
     queue_comments(gapp, 2)
     github.rate_limits = ["exhausted"]
@@ -278,6 +279,7 @@ def test_jobs_run_through_the_scheduler(gapp, github):
     assert not any(isinstance(v, Exception) for v in results.values())
 
 
+@pytest.mark.slow
 def test_several_processes_file_one_auto_issue_and_count_each_error_once(settings, github, monkeypatch):
     """Three OS processes poll one deployment and drain the outbox at the same time."""
     import os

@@ -47,6 +47,7 @@ def test_serve_refuses_without_a_master_secret_or_no_auth_off_loopback(tmp_path,
     assert exposed.returncode == 2 and "loopback" in exposed.stderr
 
 
+@pytest.mark.slow
 def test_no_auth_on_loopback_serves_without_a_token_and_warns(tmp_path):
     with serving(tmp_path / "open.db", env={"BEARER_SECRET_MASTER": "", "HOST": "127.0.0.1"},
                  args=["--no-auth"]) as server:
@@ -125,6 +126,7 @@ def test_doctor_http_checks():
 
 
 @pytest.mark.backends
+@pytest.mark.slow
 def test_serve_workers_share_one_port_and_stop_together(tmp_path, database_url):
     import concurrent.futures
 

@@ -50,6 +50,7 @@ def token_cli(server, *args: str) -> subprocess.CompletedProcess:
                           check=False)
 
 
+@pytest.mark.slow
 def test_no_access_yet_names_the_operator_command_and_client_id(server):
     client = register(server, "Fresh DCR client", "http://127.0.0.1:9/cb")
     page = consent_page(server, client["client_id"], "http://127.0.0.1:9/cb")

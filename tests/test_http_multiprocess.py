@@ -13,6 +13,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from support.http_helpers import MASTER, Serve, mcp_session, script, serving, text
 
+pytestmark = pytest.mark.slow  # several serve processes
+
 TASKS = 12
 MESSAGES = 6
 

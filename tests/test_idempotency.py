@@ -165,6 +165,7 @@ anyio.run(main)
 '''
 
 
+@pytest.mark.slow
 def test_a_kill_between_commit_and_reply_then_a_retry_writes_one_row(db_path, database_url, db_target):
     db = db_path
     create_app(make_settings(db, database_url=database_url)).db.close()

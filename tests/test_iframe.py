@@ -146,6 +146,7 @@ def test_upgrade_from_an_older_file_keeps_data(tmp_path):
         app.db.close()
 
 
+@pytest.mark.slow
 def test_two_processes_creating_one_session_id_one_wins(settings):
     """The UNIQUE constraint decides a duplicate create across processes: one id, one CONFLICT."""
     import subprocess

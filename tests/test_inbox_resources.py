@@ -10,12 +10,15 @@ import warnings
 
 import anyio
 import mcp_types as types
+import pytest
 from conftest import make_settings
 from mcp import Client, StdioServerParameters
 from test_stdio_e2e import _script
 
 from vantage_peers.db import open_database
 from vantage_peers.domains.messaging import store as messages
+
+pytestmark = pytest.mark.slow  # stdio server processes
 
 
 def params(tmp_path):

@@ -12,6 +12,7 @@ from support import leases_chaos
 
 
 @pytest.mark.backends
+@pytest.mark.slow
 def test_leases_survive_kill_9(tmp_path, database_url):
     seconds = float(os.environ.get("VP_LEASES_CHAOS_SECONDS", "10"))
     result = leases_chaos.run(tmp_path, seconds=seconds, workers=3, kill_every=0.8, database_url=database_url)

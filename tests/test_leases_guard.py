@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None,
-                                reason="git is not installed (.ci/run installs it with apt; apt was unreachable)")
+pytestmark = [pytest.mark.slow,  # real git repositories and hook processes
+              pytest.mark.skipif(shutil.which("git") is None,
+                                 reason="git is not installed (.ci/run installs it with apt; apt was unreachable)")]
 
 
 def git(repo: Path, *args: str, env: dict[str, str] | None = None, check: bool = True):

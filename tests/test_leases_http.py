@@ -3,12 +3,14 @@ holder, cannot force-release, cannot claim to be `system`; the master bearer can
 
 from __future__ import annotations
 
+import pytest
 from support.http_helpers import MASTER, scoped_token, serving, text
 
 CEDAR = {"profileId": "cedar-agent", "description": "cedar", "fromAllowList": ["cedar"],
          "namespaceReadPrefixes": ["project/cedar"], "namespaceWritePrefixes": ["project/cedar"]}
 
 
+@pytest.mark.slow
 def test_path_reservations_over_http_from_the_attackers_side(tmp_path):
     with serving(tmp_path / "vp.db", env={"VP_EMBEDDINGS": "none"}) as server:
         cedar = scoped_token(server, CEDAR, name="cedar")

@@ -53,6 +53,7 @@ def ids_in(path: Path) -> tuple[set[str], set[str]]:
     return memories, messages
 
 
+@pytest.mark.slow
 def test_replicate_a_live_server_then_restore_after_losing_the_host(tmp_path):
     db = tmp_path / "live" / "vp.db"
     db.parent.mkdir()

@@ -65,6 +65,7 @@ def test_the_agent_question_ranks_the_clerk_memory_first(db_path):
         app.db.close()
 
 
+@pytest.mark.slow
 def test_the_model_is_not_loaded_by_startup_or_tool_listing(tmp_path):
     # A fresh interpreter: building the app and listing tools must not import the runtime.
     code = textwrap.dedent(f"""

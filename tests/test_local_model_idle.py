@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 
 from vantage_peers.search import local
 
@@ -25,6 +26,7 @@ def test_the_model_is_unloaded_when_idle_and_reloads_on_demand():
     assert embedder.loaded and np.allclose(first, again, atol=1e-5)  # same model, same vectors
 
 
+@pytest.mark.slow
 def test_use_keeps_the_model_loaded_and_none_never_unloads():
     busy = local.LocalEmbedder(idle_unload_s=3.0)
     busy.embed_array(["warm"])

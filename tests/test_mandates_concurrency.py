@@ -21,7 +21,7 @@ from vantage_peers.errors import VantageError
 WORKERS = 4
 ROUNDS = 15
 
-pytestmark = pytest.mark.backends
+pytestmark = [pytest.mark.backends, pytest.mark.slow]  # slow: several processes
 
 
 def _worker(path: str, url: str | None, mandate_id: str, worker: int, queue) -> None:

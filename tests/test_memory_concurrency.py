@@ -17,6 +17,7 @@ from vantage_peers.ids import now_ms
 pytestmark = pytest.mark.backends
 
 
+@pytest.mark.slow
 def test_two_processes_writing_memories_lose_nothing(db, db_target):
     # `db` (conftest) migrates the file up front, so the children race on writes, not on the first migration.
     ctx = multiprocessing.get_context("spawn")

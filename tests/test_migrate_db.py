@@ -16,7 +16,11 @@ from vantage_peers.db import Database, transfer, transfer_check
 from vantage_peers.db.postgres import PgDatabase
 from vantage_peers.server import create_app
 
-needs_pg = pytest.mark.skipif(postgres.available() is not None, reason=str(postgres.available()))
+
+def needs_pg(test):
+    """A test on PostgreSQL: in the `postgres` lane, skipped without the dev group's driver and server."""
+    return pytest.mark.postgres(pytest.mark.skipif(postgres.available() is not None,
+                                                   reason=str(postgres.available()))(test))
 
 
 @pytest.fixture

@@ -207,6 +207,7 @@ def test_an_unsafe_folder_means_in_process_with_a_reason(tmp_path, bad, monkeypa
     assert (status, label) == ("WARN", "model host") and why in detail
 
 
+@pytest.mark.slow
 def test_a_host_that_cannot_start_means_in_process_for_that_call(host_dir, monkeypatch):
     monkeypatch.setattr(shared_model, "SPAWN_WAIT_S", 1.0)
     monkeypatch.setattr(shared_model.sys, "executable", "/bin/false")  # the host process exits at once
@@ -233,6 +234,7 @@ def test_a_host_that_cannot_start_means_in_process_for_that_call(host_dir, monke
     assert client.spawned == 2 and client.info() is not None and client.fallbacks == 1
 
 
+@pytest.mark.slow
 def test_a_stale_socket_is_replaced_and_a_killed_host_is_restarted(host_dir):
     host_dir.mkdir(mode=0o700)
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -264,6 +266,7 @@ RACER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_processes_asking_at_once_start_exactly_one_host(host_dir):
     start = time.time() + 3.0  # all of them imported and waiting before the gun
     racers = [subprocess.Popen([sys.executable, "-c", RACER, str(host_dir), str(start), str(i)],
@@ -296,6 +299,7 @@ def test_hosts_started_at_once_leave_exactly_one(host_dir):
             p.wait()
 
 
+@pytest.mark.slow
 def test_an_idle_host_exits_removes_its_socket_and_the_next_call_starts_it(host_dir, monkeypatch):
     monkeypatch.setenv("VP_MODEL_HOST_IDLE_S", "1")
     client = shared_model.SharedEmbedder(host_dir)
@@ -309,6 +313,7 @@ def test_an_idle_host_exits_removes_its_socket_and_the_next_call_starts_it(host_
     assert new != pid and sock.exists()
 
 
+@pytest.mark.slow
 def test_stdio_servers_share_one_host_and_survive_its_death(tmp_path, host_dir):
     db = tmp_path / "shared.db"
     params = [StdioServerParameters(command=_script(), args=[], env=_server_env(db, host_dir, VP_ORCHESTRATOR=name),
@@ -421,6 +426,7 @@ NUMPY_FREE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_server_using_the_host_never_imports_the_model_stack(tmp_path, host_dir):
     env = {**os.environ, "VP_MODEL_HOST_DIR": str(host_dir)}
     env.pop("VP_MODEL_HOST", None)
@@ -430,6 +436,7 @@ def test_a_server_using_the_host_never_imports_the_model_stack(tmp_path, host_di
     assert out.stdout.split() == ["[]", "1"]  # no numpy, no runtime: ≈17 MB + ≈120 MB stay in the host
 
 
+@pytest.mark.slow
 def test_a_host_whose_socket_was_removed_exits(host_dir):
     client = shared_model.SharedEmbedder(host_dir)
     client.embed_array(["warm"])
@@ -447,6 +454,7 @@ def test_no_python_to_start_the_host_means_in_process(host_dir, monkeypatch):
     assert "could not be started" in client.last_fallback
 
 
+@pytest.mark.slow
 def test_threads_embedding_while_the_host_is_killed_always_get_the_right_vectors(host_dir, monkeypatch):
     """Chaos: 4 threads embed in a loop while the host is SIGKILLed again and again; every answer is
     the model's (from a restarted host or in-process), never an exception. VP_MODEL_HOST_CHAOS=N for more kills."""
@@ -496,6 +504,7 @@ def test_threads_embedding_while_the_host_is_killed_always_get_the_right_vectors
     assert len(hosts(host_dir)) <= 1
 
 
+@pytest.mark.slow
 def test_a_query_goes_before_another_agents_queued_indexing(host_dir):
     """Inference takes turns a batch at a time and a query takes the next one: an agent's `recall`
     is answered while another agent's long indexing request is still being embedded."""

@@ -12,7 +12,8 @@ from vantage_peers.db.faults import storage_error
 from vantage_peers.db.postgres import PgDatabase, PostgresUnavailable
 from vantage_peers.server import create_app
 
-pytestmark = pytest.mark.skipif(postgres.available() is not None, reason=str(postgres.available()))
+pytestmark = [pytest.mark.postgres,
+              pytest.mark.skipif(postgres.available() is not None, reason=str(postgres.available()))]
 
 
 def _terminate_sessions(url: str) -> int:

@@ -11,7 +11,8 @@ from vantage_peers.db.migrate import PG_BASELINE
 from vantage_peers.db.postgres import PgDatabase
 from vantage_peers.db.transfer import schema_tables
 
-pytestmark = pytest.mark.skipif(postgres.available() is not None, reason=str(postgres.available()))
+pytestmark = [pytest.mark.postgres,
+              pytest.mark.skipif(postgres.available() is not None, reason=str(postgres.available()))]
 
 
 def _sqlite_columns() -> dict[str, set[str]]:

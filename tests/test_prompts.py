@@ -114,6 +114,7 @@ def test_prompt_refusals(client_for):
         assert "# Standup" in get(tools, "standup", {"unexpected": "value"})
 
 
+@pytest.mark.slow
 def test_prompts_over_stdio_as_the_plugin_starts_the_server(tmp_path):
     """The plugin's .mcp.json passes ${VAR:-} values: unset variables arrive as empty strings."""
     import json

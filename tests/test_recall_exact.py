@@ -76,6 +76,7 @@ SENTENCES = ["{} fixed a race in the deploy pipeline ({}) after the incident on 
 SHORT = ["see {}", "{} noted", "{} again", "re {}", "{} done", "about {}"]
 
 
+@pytest.mark.slow
 def test_identifiers_stay_in_the_top_5_with_local_embeddings(db_path, database_url):
     rng = random.Random(20)
     app = create_app(make_settings(db_path, embeddings="local", database_url=database_url))

@@ -21,6 +21,7 @@ EVERY = {"* * * * *": 1, "*/2 * * * *": 2, "*/5 * * * *": 5}
 PER_SCHEDULE = 40
 
 
+@pytest.mark.slow
 def test_processes_fire_each_occurrence_once_and_a_killed_one_leaves_no_gap(db, db_target):
     start = cron.to_ms(cron.from_ms(1_780_000_000_000).replace(minute=0, second=0, microsecond=0))
     ids: dict[str, int] = {}

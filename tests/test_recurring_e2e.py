@@ -6,6 +6,7 @@ import os
 import time
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 from test_stdio_e2e import _script
 
@@ -13,6 +14,7 @@ from vantage_peers.domains.recurring import store
 from vantage_peers.ids import now_ms
 
 
+@pytest.mark.slow
 def test_console_script_fires_a_due_template_by_itself(tmp_path, db, db_path):
     path = db_path  # `db` (conftest, migrated) stays open beside the server process
     # Created 400 days ago on a yearly schedule: its nextRunAt (a 1 January) is past, the next one is

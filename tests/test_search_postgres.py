@@ -239,6 +239,7 @@ def _store_many(url: str, path: str, worker: int, count: int) -> None:
         app.db.close()
 
 
+@pytest.mark.slow
 def test_processes_writing_at_once_keep_the_index_complete(database_url, db_path, tools):
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_store_many, args=(database_url, str(db_path), w, 15)) for w in range(3)]

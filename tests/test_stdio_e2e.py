@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 
 
@@ -36,6 +37,7 @@ def test_console_script_serves_mcp_over_stdio(tmp_path):
     anyio.run(main)
 
 
+@pytest.mark.slow
 def test_version_and_doctor(tmp_path):
     out = subprocess.run([_script(), "--version"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.startswith("vantage-peers ")
@@ -52,6 +54,7 @@ def test_version_and_doctor(tmp_path):
     assert bad.returncode == 2 and "VP_DB_PATH" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_stdio_server_embeds_in_the_background_and_recalls_by_meaning(tmp_path):
     """The product path: console script + scheduler thread + OpenAI-compatible endpoint on loopback."""
     import time

@@ -17,6 +17,7 @@ THREADS = 8  # 24 concurrent racers per round
 ROUNDS = 12
 
 
+@pytest.mark.slow
 def test_exactly_one_winner_across_processes(app, db_target):
     payload = {"title": "contended", "assignedTo": "pool", "priority": "high", "createdBy": "pi"}
     ids = app.db.write(lambda c: [store.create_task(c, payload=payload) for _ in range(ROUNDS)])

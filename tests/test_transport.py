@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from vantage_peers import limits
 from vantage_peers.transport import recover_id, triage
 
@@ -52,6 +54,7 @@ def _deep(depth: int) -> str:
     return "[" * depth + "]" * depth
 
 
+@pytest.mark.slow
 def test_every_line_gets_an_answer_with_its_id(tmp_path):
     wire = Wire(tmp_path)
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 from support.ui_helpers import structure
 from test_stdio_e2e import _script
@@ -12,6 +13,7 @@ from test_stdio_e2e import _script
 from vantage_peers.ui import parse_tool_result
 
 
+@pytest.mark.slow
 def test_stdio_resources_and_markers(tmp_path):
     env = {**os.environ, "VP_DB_PATH": str(tmp_path / "e2e.db"), "VP_ORCHESTRATOR": "sigma",
            "VP_SCHEDULER": "off", "VP_EMIT_UI_MARKERS": "true"}

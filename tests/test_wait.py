@@ -14,7 +14,7 @@ from vantage_peers.db import open_database
 from vantage_peers.domains.messaging import store as messages
 from vantage_peers.domains.messaging.delivery import redeliver_due, require_ack
 
-pytestmark = pytest.mark.backends
+pytestmark = [pytest.mark.backends, pytest.mark.slow]  # slow: every test runs `vantage-peers wait` processes
 
 
 def env_for(target, who="bob", **extra):

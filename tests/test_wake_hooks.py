@@ -20,6 +20,8 @@ from support.plugin_helpers import HOOKS
 from vantage_peers.db import open_database
 from vantage_peers.domains.messaging import store as messages
 
+pytestmark = pytest.mark.slow  # every test runs the hook scripts as processes
+
 
 @pytest.fixture
 def db(db_path):
