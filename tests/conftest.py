@@ -8,9 +8,12 @@ are added here from what a test is; `slow` is written on the tests themselves.
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import json
+import os
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -88,6 +91,7 @@ def make_settings(path: Path, **overrides: Any) -> Settings:
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
+    """Only a path: nothing is there until something opens it (`db`/`app` start it from the template)."""
     return tmp_path / "vp.db"
 
 
@@ -135,6 +139,48 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.fast)
 
 
+@functools.cache
+def _template_name(journal_mode: str) -> str:
+    """The SQLite template's name: it changes with the schema, any migration, or the journal mode."""
+    from vantage_peers.db.migrate import schema_sql, steps
+
+    digest = hashlib.sha256(schema_sql().encode())
+    for _number, name, sql in steps():
+        digest.update(name.encode() + b"\0" + sql.encode())
+    return f"vp-template-{journal_mode}-{digest.hexdigest()[:16]}.db"
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated to the latest version once per session (per xdist worker): `db`, `app` and
+    `eapp` start from a copy of it instead of migrating a new file through every step (issue #33)."""
+    from vantage_peers.db import current_version, latest_version
+
+    settings = make_settings(Path("template.db"))
+    path = tmp_path_factory.getbasetemp() / _template_name(settings.journal_mode)
+    if not path.exists():
+        building = path.with_suffix(".building")
+        database = open_database(settings.model_copy(update={"db_path": building}))
+        try:
+            assert current_version(database) == latest_version()
+        finally:
+            database.close()
+        assert not Path(f"{building}-wal").exists(), "closing the last connection checkpoints the WAL"
+        os.replace(building, path)
+    return path
+
+
+def _from_template(settings: Settings, template: Path) -> None:
+    """Copy the migrated template to `settings.db_path` when the test's fixture would create that file
+    through the normal path (SQLite, nothing there yet, the template's journal mode)."""
+    path = Path(settings.db_path)
+    if settings.database_url or template.name != _template_name(settings.journal_mode):
+        return
+    if any(Path(f"{path}{suffix}").exists() for suffix in ("", "-wal", "-shm", "-journal")):
+        return
+    shutil.copyfile(template, path)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Tests marked `backends` run once on the SQLite file and once on PostgreSQL (issue #25)."""
     if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("backends"):
@@ -176,15 +222,17 @@ def settings(db_path: Path, database_url: str | None) -> Settings:
 
 
 @pytest.fixture
-def db(settings: Settings) -> Iterator[Database]:
+def db(settings: Settings, sqlite_template: Path) -> Iterator[Database]:
     """A migrated Database on the test's temp file (`db_path`), closed after the test."""
+    _from_template(settings, sqlite_template)
     database = open_database(settings)
     yield database
     database.close()
 
 
 @pytest.fixture
-def app(settings: Settings) -> Iterator[App]:
+def app(settings: Settings, sqlite_template: Path) -> Iterator[App]:
+    _from_template(settings, sqlite_template)
     application = create_app(settings)
     yield application
     application.db.close()
@@ -219,10 +267,12 @@ def server():
 
 
 @pytest.fixture
-def eapp(db_path: Path, server, database_url: str | None) -> Iterator[App]:
+def eapp(db_path: Path, server, database_url: str | None, sqlite_template: Path) -> Iterator[App]:
     from support.memory_helpers import embedding_settings
 
-    application = create_app(embedding_settings(db_path, server, database_url=database_url))
+    settings = embedding_settings(db_path, server, database_url=database_url)
+    _from_template(settings, sqlite_template)
+    application = create_app(settings)
     yield application
     application.db.close()
 
