@@ -100,6 +100,15 @@ _CLIENTS = Path(__file__).resolve().parent / "clients"
 _BROWSER = re.compile(r"\bchromium\b|playwright")
 
 
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    if not pluginmanager.has_plugin("xdist"):
+        # pyproject's addopts carries xdist's `-n`/`--dist`: with `-p no:xdist` they are accepted and ignored.
+        group = parser.getgroup("xdist (off)")
+        # (`_addoption`: lowercase short options are pytest's own; xdist registers `-n` the same way)
+        group._addoption("-n", "--numprocesses", dest="numprocesses", default=None, help="ignored: xdist is off")
+        group.addoption("--dist", dest="dist", default="no", help="ignored: xdist is off")
+
+
 @functools.cache
 def _mentions_browser(function: Any) -> bool:
     try:
@@ -296,7 +305,9 @@ def model_host_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
     base = tmp_path_factory.mktemp("mh")
     base.chmod(0o700)
     saved = {k: os.environ.get(k) for k in ("VP_MODEL_HOST_DIR", "XDG_RUNTIME_DIR", "VP_MODEL_HOST_IDLE_S")}
-    if not saved["XDG_RUNTIME_DIR"]:  # else the <tmp>/vantage-peers-<uid> fallback would be shared
+    # else the <tmp>/vantage-peers-<uid> fallback would be shared; under xdist each worker gets its own
+    # too, so one worker's end-of-session cleanup cannot kill a host another worker's test is using
+    if not saved["XDG_RUNTIME_DIR"] or os.environ.get("PYTEST_XDIST_WORKER"):
         (base / "xdg").mkdir(mode=0o700)
         os.environ["XDG_RUNTIME_DIR"] = str(base / "xdg")
     runtime = Path(os.environ["XDG_RUNTIME_DIR"]) / "vantage-peers"

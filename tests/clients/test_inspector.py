@@ -21,7 +21,9 @@ class Inspector:
         self.env, self.cwd, self.target = env, cwd, target
 
     def raw(self, method: str, *extra: str):
-        argv = [str(install.binary("inspector")), "--cli", *self.target, "--method", method, *extra]
+        # --connect-timeout: the server's start on a loaded machine can take longer than the default 15 s
+        argv = [str(install.binary("inspector")), "--cli", *self.target, "--connect-timeout", "120000",
+                "--method", method, *extra]
         done = run(argv, self.env, self.cwd)
         assert done.returncode == 0, (method, extra, done.stdout[-2000:], done.stderr[-2000:])
         return done.stdout

@@ -49,29 +49,35 @@ def worker_main(path: str, who: str, instance: str, log: str, seed: str, ttl_ms:
     def note(*record: Any) -> None:
         os.write(fd, (json.dumps(record) + "\n").encode())
 
+    def now_in(c) -> int:
+        """The time read inside the write, once it sees the latest commits (SQLite holds the write lock;
+        PostgreSQL takes its snapshot at the first statement): a grant is then stamped after the release
+        it saw, however long the write waited for the lock on a loaded machine (check() compares stamps)."""
+        c.scalar("SELECT 1")
+        return now_ms()
+
     note("start", holder, os.getpid())
     while True:
         kind = rng.choice(("task", "path", "slot"))
-        now = now_ms()
         lease_id, key, token = None, None, None
         if kind == "task":
             key = rng.choice(tasks)
-            r = db.write(lambda c, k=key, n=now: lifecycle.checkout_task(c, task_id=k, caller=who, instance=instance,
-                                                                         now=n, ttl=ttl))
+            r = db.write(lambda c, k=key: lifecycle.checkout_task(c, task_id=k, caller=who, instance=instance,
+                                                                  now=now_in(c), ttl=ttl))
             if r["claimed"]:
                 row = db.read(lambda c, k=key: leases.latest(c, kind="task", scope="", key=k))
                 lease_id, token = row["id"], r["fencingToken"]
         elif kind == "path":
             key = rng.choice(PATTERNS)
-            r = db.write(lambda c, k=key, n=now: paths.reserve(c, paths=[k], repo=REPO, holder=who, instance=instance,
-                                                               exclusive=True, ttl=ttl, reason="chaos", partial=False,
-                                                               now=n))
+            r = db.write(lambda c, k=key: paths.reserve(c, paths=[k], repo=REPO, holder=who, instance=instance,
+                                                        exclusive=True, ttl=ttl, reason="chaos", partial=False,
+                                                        now=now_in(c)))
             if r["granted"]:
                 lease_id, token = r["granted"][0]["id"], r["granted"][0]["fencingToken"]
         else:
             key = SLOT
-            r = db.write(lambda c, n=now: slots.acquire(c, name=SLOT, capacity=1, ttl=ttl, holder=who,
-                                                        instance=instance, reason=None, now=n))
+            r = db.write(lambda c: slots.acquire(c, name=SLOT, capacity=1, ttl=ttl, holder=who,
+                                                 instance=instance, reason=None, now=now_in(c)))
             if r["acquired"]:
                 lease_id, token = r["id"], r["fencingToken"]
         if lease_id is None:
@@ -80,7 +86,7 @@ def worker_main(path: str, who: str, instance: str, log: str, seed: str, ttl_ms:
         note("grant", kind, key, token, holder, lease_id)
         for _ in range(rng.randint(1, 4)):
             # Renew, then use: a lease that lapsed (a slow holder) is never used.
-            if not db.write(lambda c, i=lease_id: leases.renew(c, ids=[i], holder=who, now=now_ms())):
+            if not db.write(lambda c, i=lease_id: leases.renew(c, ids=[i], holder=who, now=now_in(c))):
                 note("lost", kind, key, token, holder)
                 break
             note("use", kind, key, token, holder)
@@ -88,9 +94,9 @@ def worker_main(path: str, who: str, instance: str, log: str, seed: str, ttl_ms:
         else:
             if kind == "task":
                 db.write(lambda c, k=key: lifecycle.update_task(c, task_id=k, payload={"status": "todo",
-                         "callerOrchestrator": who}, now=now_ms(), max_minutes=480))
+                         "callerOrchestrator": who}, now=now_in(c), max_minutes=480))
             else:
-                db.write(lambda c, i=lease_id: leases.release(c, ids=[i], now=now_ms(), reason="released", by=who,
+                db.write(lambda c, i=lease_id: leases.release(c, ids=[i], now=now_in(c), reason="released", by=who,
                                                               holder=who))
             note("release", kind, key, token, holder)
 

