@@ -39,7 +39,7 @@ class ScopeForbidden(VantageError):
 class RecordInfo:
     """What the pipeline needs to know about one record: its parties by role, and its namespace."""
 
-    parties: Mapping[str, str | None]
+    parties: Mapping[str, str | tuple[str, ...] | None]
     namespace: str | None = None
 
 
@@ -60,6 +60,7 @@ class Owns:
     roles: tuple[str, ...]
     action: str | None = None
     unclaimed: str | None = None
+    hint: str | None = None  # what to do instead, appended to the refusal
 
 
 @dataclass(frozen=True)
@@ -286,8 +287,8 @@ def owners(tool: str, policy: Policy, kwargs: dict[str, Any], actor: Actor, conn
                 continue  # the body answers NOT_FOUND (or null) as it always has
             if rule.unclaimed is not None and not info.parties.get(rule.unclaimed):
                 continue
-            rbac.require(actor, {role: info.parties.get(role) for role in rule.roles},
-                         action=rule.action or tool.replace("_", " "), what=f"{rule.record} {record_id}")
+            rbac.require(actor, {role: info.parties.get(role) for role in rule.roles}, action=rule.action or tool.replace("_", " "),
+                         what=f"{rule.record} {record_id}", hint=rule.hint)
 
 
 __all__ = ["Forbidden", "Owns", "Policy", "RecordInfo", "ScopeForbidden", "declare", "owners", "resolve", "row_loader"]

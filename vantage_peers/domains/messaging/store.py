@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...db import Connection, Row
+from ...db import Connection, Row, dumps, loads
 from ...db.paging import equals, keyset_page, to_doc
 from ...envelope import ENVELOPE_TARGET_BYTES
 from ...ids import new_id, now_ms
@@ -19,7 +19,7 @@ CHECK_MAX_LIMIT = 500
 
 
 def message_doc(row: Row) -> dict[str, Any]:
-    return to_doc(row, rename={"sender": "from"})
+    return to_doc(row, rename={"sender": "from"}, json_cols=("data",))
 
 
 def resolve_recipients(
@@ -60,13 +60,15 @@ def send_message(
     instance_id: str | None = None,
     session_day: int | None = None,
     tenant_id: str | None = None,
+    data: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     now = now_ms()
     message_id = new_id("msg")
     conn.execute(
         "INSERT INTO messages (id, sender, fromInstanceId, channel, instanceId, content, sessionDay, tenantId, "
-        "createdAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (message_id, sender, from_instance_id, channel, instance_id, content, session_day, tenant_id, now),
+        "createdAt, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (message_id, sender, from_instance_id, channel, instance_id, content, session_day, tenant_id, now,
+         dumps(data) if data is not None else None),
     )
     recipients = resolve_recipients(conn, sender=sender, channel=channel, instance_id=instance_id)
     conn.executemany(
@@ -100,7 +102,7 @@ def check_messages(
         args.append(since)
     rows = conn.iterate(
         "SELECT r.id AS receiptId, m.id AS messageId, m.sender, m.fromInstanceId, m.channel, m.content, "
-        "m.createdAt, m.sessionDay, m.tenantId, r.recipientInstanceId, r.ackRequired, r.deliveryAttempt "
+        "m.createdAt, m.sessionDay, m.tenantId, m.data, r.recipientInstanceId, r.ackRequired, r.deliveryAttempt "
         "FROM messageReceipts r INDEXED BY receipts_unread JOIN messages m ON m.id = r.messageId "
         f"WHERE {' AND '.join(clauses)} ORDER BY r.createdAt, r.id LIMIT ?",
         [*args, limit],
@@ -110,12 +112,14 @@ def check_messages(
     for row in rows:
         if out and budget <= 0:
             break
-        budget -= len(row["content"] or "")  # the big part; envelope.cut in the tool makes the exact cut
+        budget -= len(row["content"] or "") + len(row["data"] or "")  # envelope.cut makes the exact cut
         item: dict[str, Any] = {"receiptId": row["receiptId"], "messageId": row["messageId"], "from": row["sender"]}
         for key in ("fromInstanceId", "channel", "content", "createdAt", "sessionDay", "tenantId",
                     "recipientInstanceId"):
             if row[key] is not None:
                 item[key] = row[key]
+        if row["data"] is not None:
+            item["data"] = loads(row["data"])
         item["readAt"] = None
         if row["ackRequired"]:  # delivery.py: acknowledge_message it, or it comes back (deliveryAttempt + 1)
             item["ackRequired"] = True

@@ -11,9 +11,11 @@ from ...db.paging import Fields, clamp_limit
 from ...envelope import cut
 from ...errors import InvalidArgument, NotFound
 from ...policy import Owns, row_loader
-from ...validators import MAX_CONTENT_BYTES, check_name, require_query, require_text
+from ...validators import MAX_CONTENT_BYTES, check_name, json_object, require_query, require_text
 from ..profiles import store as profiles_store
 from . import store, tools_delivery
+
+MESSAGE_DATA_MAX_BYTES = 16_384
 
 
 def register(app: App) -> None:
@@ -33,9 +35,14 @@ def register(app: App) -> None:
         tenantId: str | None = None,
         ackRequired: bool = False,
         ackTimeoutSeconds: int | None = None,
+        data: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Send a message to a role, a comma list, an instance id, or `broadcast`; returns `{messageId, recipients}`."""
+        """Send a message to a role, a comma list, an instance id, or `broadcast`; returns `{messageId, recipients}`.
+
+        `data`: a JSON object (≤ 16 KB) returned as-is.
+        """
         sender = from_
+        payload = json_object(data, "data", max_bytes=MESSAGE_DATA_MAX_BYTES)
         check_name(channel, "channel")
         text = require_text(content, "content", max_bytes=MAX_CONTENT_BYTES)
         target = check_name(instanceId, "instanceId") if instanceId else None
@@ -47,7 +54,7 @@ def register(app: App) -> None:
         def send(c):
             sent = store.send_message(
                 c, sender=sender, channel=channel.strip(), content=text, from_instance_id=from_inst,
-                instance_id=target, session_day=sessionDay, tenant_id=tenantId,
+                instance_id=target, session_day=sessionDay, tenant_id=tenantId, data=payload,
             )
             # Still delivered (an agent that registers later finds its backlog), but likely a typo.
             recipients = store.resolve_recipients(c, sender=sender, channel=channel.strip(), instance_id=target)

@@ -6,20 +6,30 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...db import Connection, Row, dumps
-from ...db.paging import equals, keyset_page, to_doc
-from ...errors import NotFound
+from ...db.paging import (
+    check_fields,
+    clamp_limit,
+    decode_cursor,
+    encode_cursor,
+    equals,
+    keyset_page,
+    project,
+    to_doc,
+)
+from ...errors import InvalidArgument, NotFound
 from ...ids import new_id, now_ms
 from ...rbac import require
 from ...search.fts import fts_query
 from ...search.keyword import keyword_docs
 from ..missions import store as missions
-from . import claims, segments
+from . import claims, eligibility, segments
+from .eligibility import UNASSIGNED
 from .rules import AUTO_GENERATED_SQL, OPEN_STATUSES, TASK_LITE, status_sql
 from .validation import create_failures, load_task, raise_failures
 
-JSON_COLS = ("tags", "dependsOn")
+JSON_COLS = ("tags", "dependsOn", "files")
 # Columns update_task may set directly (status has its own transition rules).
-PLAIN_FIELDS = ("title", "description", "project", "assignedTo", "assignedToInstance", "priority", "missionId",
+PLAIN_FIELDS = ("title", "description", "project", "assignedTo", "assignedToInstance", "priority", "missionId", "pool",
                 "estimatedMinutes", "actualMinutes", "startedAt", "completedAt", "dueDate", "completionNote",
                 "cancelReason")
 
@@ -28,6 +38,8 @@ def task_doc(row: Row) -> dict[str, Any]:
     row = dict(row)
     if isinstance(row.get("dependsOn"), list):  # a loaded row; an empty list reads as absent, like NULL
         row["dependsOn"] = dumps(row["dependsOn"]) if row["dependsOn"] else None
+    if row.get("assignedTo") == UNASSIGNED:
+        row["assignedTo"] = None  # open to its pool: no assignee (absent, like every null)
     return to_doc(row, json_cols=JSON_COLS, bool_cols=("paused",))
 
 
@@ -47,15 +59,16 @@ def create_task(conn: Connection, *, payload: Mapping[str, Any], now: int | None
     deps = list(dict.fromkeys(payload.get("dependsOn") or [])) or None
     conn.execute(
         "INSERT INTO tasks (id, title, description, project, tags, assignedTo, assignedToInstance, priority, status, "
-        "dependsOn, missionId, estimatedMinutes, startedAt, dueDate, createdBy, createdAt, updatedAt) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "dependsOn, missionId, estimatedMinutes, startedAt, dueDate, createdBy, createdAt, updatedAt, pool, files) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (task_id, payload["title"], payload.get("description"), payload.get("project"), dumps(payload.get("tags")),
-         payload["assignedTo"], payload.get("assignedToInstance"), payload["priority"], status, dumps(deps),
-         payload.get("missionId"), payload.get("estimatedMinutes"), now if status == "in_progress" else None,
-         payload.get("dueDate"), payload["createdBy"], now, now),
+         payload.get("assignedTo") or UNASSIGNED, payload.get("assignedToInstance"), payload["priority"], status,
+         dumps(deps), payload.get("missionId"), payload.get("estimatedMinutes"),
+         now if status == "in_progress" else None, payload.get("dueDate"), payload["createdBy"], now, now,
+         payload.get("pool"), dumps(list(dict.fromkeys(payload["files"])) if payload.get("files") else None)),
     )
     if status == "in_progress":
-        segments.open_segment(conn, task_id=task_id, who=payload["assignedTo"], now=now)
+        segments.open_segment(conn, task_id=task_id, who=payload.get("assignedTo") or None, now=now)
     return task_id
 
 
@@ -96,6 +109,8 @@ def apply_fields(conn: Connection, *, task_id: str, payload: Mapping[str, Any], 
             value = list(dict.fromkeys(payload[key])) if key == "dependsOn" else payload[key]
             sets.append(f"{key} = ?")
             args.append(dumps(value))
+    if payload.get("assignedTo") is not None:
+        sets.append("lapsedAt = NULL")  # reassigned by hand: reserved to the new assignee again
     sets.append("updatedAt = ?")
     conn.execute(f"UPDATE tasks SET {', '.join(sets)} WHERE id = ?", [*args, now, task_id])
 
@@ -145,6 +160,25 @@ def list_tasks(conn: Connection, *, limit: int | None, cursor: str | None, field
     where, params = task_filters(**filters)
     return keyset_page(conn, table="tasks", to_item=task_doc, where=where, params=params, sort_col="updatedAt",
                        limit=limit, cursor=cursor, fields=fields, lite_keys=TASK_LITE)
+
+
+def claimable_page(conn: Connection, *, who: str, instance: str | None, now: int, limit: int | None,
+                   cursor: str | None, fields: str | None) -> dict[str, Any]:
+    """list_tasks claimable: the todo tasks `who` may check out now, oldest change first, paged."""
+    rows = eligibility.claimable(conn, who=who, instance=instance, now=now)
+    after = decode_cursor(cursor)
+    if after is not None:
+        if not isinstance(after[0], int):
+            raise InvalidArgument("cursor is not a cursor of list_tasks claimable: pass nextCursor as returned")
+        rows = [r for r in rows if (r["updatedAt"], r["id"]) > (after[0], after[1])]
+    size = clamp_limit(limit)
+    items = [project({**task_doc(r), "claimable": True}, check_fields(fields), (*TASK_LITE, "claimable", "pool"))
+             for r in rows[:size]]
+    page: dict[str, Any] = {"items": items}
+    if len(rows) > size:
+        last = rows[size - 1]
+        page["nextCursor"] = encode_cursor(last["updatedAt"], last["id"])
+    return page
 
 
 def list_overdue(conn: Connection, *, assigned_to: str | None, limit: int | None, cursor: str | None,
