@@ -51,6 +51,10 @@ def render(app: App, uri: str) -> str | None:
     else:
         tasks = inbox.task_queue(app.db, who=who)
         doc = {"orchestrator": who, "tasks": tasks, "count": len(tasks)}
+        work = app.extensions.get("tasks.claimable")  # the tasks domain's eligibility rule (#30)
+        if work is not None:  # todo tasks this orchestrator may claim: a new one notifies subscribers
+            doc["claimable"] = [{k: i[k] for k in ("taskId", "text", "priority", "pool", "lapsed")}
+                                for i in work(who)]
     return json.dumps(doc, ensure_ascii=False, sort_keys=True)
 
 

@@ -79,7 +79,9 @@ def parties(conn: Connection, task: Mapping[str, Any], now: int) -> dict[str, An
     """The record parties of a claim: creator always; the assignee of a reserved task; the members of
     an open task's pool; `assignee: None` for an open task without a pool (anyone may take it)."""
     out: dict[str, Any] = {"creator": task["createdBy"]}
-    if not is_open(conn, task, now):
+    if (task["status"] != "todo" or task["paused"]) and not lapsed(conn, task, now):
+        out["assignee"] = None  # nothing to claim: checkout answers `claimed: false` with the reason
+    elif not is_open(conn, task, now):
         out["assignee"] = task["assignedTo"]
     elif task.get("pool"):
         out["assignee"] = f"pool:{task['pool']}"  # not empty: the pool's members below decide

@@ -17,7 +17,7 @@ from ...validators import require_query
 from ..leases import sweep as lease_sweep
 from ..missions import store as missions
 from ..profiles import store as profiles_store
-from . import eligibility, lifecycle, store, tools_lifecycle
+from . import eligibility, lifecycle, queue, store, tools_lifecycle
 from .rules import PRIORITIES, TASK_ALIASES, TASK_STATUSES, resolve_status_filter
 
 StatusFilter = str | list[str] | None  # a status, a list, or an alias (the server instructions say which)
@@ -40,6 +40,8 @@ def register(app: App) -> None:
     app.add_record("task", row_loader("tasks", "id", {"creator": "createdBy", "assignee": "assignedTo"}))
     # Who may check a task out: the one eligibility rule (eligibility.py), read in the claim's transaction.
     app.add_record("task claim", claim_parties)
+    # The task subscription (vp://tasks/{orchestrator}) lists claimable work through this (queue.py).
+    app.extension("tasks.claimable", lambda: lambda who: queue.pending_work(db, who=who, instance=None))
 
     @app.tool("write", identity="createdBy", shared="any teammate may add a task to a mission; its pilot sees it", idempotent=True)
     def create_task(
