@@ -105,6 +105,11 @@ class App:
         state = calls.current()
         return state.read_prefixes if state is not None else None
 
+    def readers(self) -> tuple[str, ...] | None:
+        """Whose messages and tasks the current call may read (policy.readers_of): None = every record."""
+        state = calls.current()
+        return state.readers if state is not None else None
+
     def warn(self, message: str) -> None:
         """Add a line to the current call's `warnings` (the call still succeeds)."""
         state = calls.current()

@@ -51,6 +51,7 @@ class CallState:
 
     actor: Actor = dataclasses.field(default_factory=Actor)
     read_prefixes: tuple[str, ...] | None = None
+    readers: tuple[str, ...] | None = None  # whose messages and tasks it reads (None: all)
     warnings: list[str] = dataclasses.field(default_factory=list)
     tools_changed: bool = False
 
@@ -150,6 +151,7 @@ def runner(app: App, reg: Registered) -> Callable[..., Any]:
             principal = sdk.current_principal()
             actor, kwargs = policy.resolve(reg.name, reg.policy, kwargs, principal, app.settings)
             state.actor, state.read_prefixes = actor, policy.read_prefixes(principal)
+            state.readers = policy.readers_of(principal)
             policy.namespaces(reg.name, reg.policy, kwargs, principal, app.namespace_of)  # scoped tokens only
             for hook in app.before_call_hooks:
                 kwargs = hook(reg.name, kwargs) or kwargs

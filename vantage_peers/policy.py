@@ -14,6 +14,7 @@ when its profile names exactly one orchestrator), else VP_ORCHESTRATOR.
 from __future__ import annotations
 
 import keyword
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -262,6 +263,30 @@ def _writable(principal: Principal, ns: str) -> None:
     if "*" in ns or not allows(principal.profile.write_prefixes, ns):
         raise ScopeForbidden(f"profile {name} may not write namespace {ns!r} "
                              f"(namespaceWritePrefixes: {list(principal.profile.write_prefixes)})")
+
+
+def readers_of(principal: Principal | None) -> tuple[str, ...] | None:
+    """Whose messages and tasks a credential reads (docs/policy.md, "Who reads what"): None = all
+    (a local process, the master bearer, a token that may act as anyone), else its identities."""
+    if principal is None or principal.is_master:
+        return None
+    who = _token_identities(principal)
+    return None if "*" in who else who
+
+
+PERSONAL_URI = re.compile(r"^vp://(inbox|tasks)/([^/?#]+)$")
+
+
+def personal_denial(principal: Principal | None, uri: str) -> str | None:
+    """Why a credential may not read (or subscribe to) a personal resource — an inbox, a task queue —
+    of another identity, or None (#32: a token acting as alice never reads vp://inbox/bob)."""
+    m = PERSONAL_URI.match(uri)
+    readers = readers_of(principal)
+    if m is None or readers is None or m.group(2) in readers:
+        return None
+    assert principal is not None
+    return (f"FORBIDDEN: profile {principal.profile.profile_id} may not read the {m.group(1)} of {m.group(2)!r}: "
+            f"it reads only its own ({', '.join(readers) or 'no identity'})")
 
 
 def read_prefixes(principal: Principal | None) -> tuple[str, ...] | None:

@@ -18,6 +18,23 @@ CHECK_DEFAULT_LIMIT = 100
 CHECK_MAX_LIMIT = 500
 
 
+def visible(readers: tuple[str, ...] | None, table: str = "messages") -> tuple[list[str], list[Any]]:
+    """Read visibility of messages: a token reads the messages its identities sent or received (a
+    receipt names them: direct, channel list, broadcast). None = every message."""
+    if readers is None:
+        return [], []
+    marks = ",".join("?" * len(readers)) or "NULL"
+    return ([f"({table}.sender IN ({marks}) OR EXISTS (SELECT 1 FROM messageReceipts vr WHERE "
+             f"vr.messageId = {table}.id AND vr.recipient IN ({marks})))"], [*readers, *readers])
+
+
+def can_read(conn: Connection, message_id: str, readers: tuple[str, ...] | None) -> bool:
+    where, params = visible(readers)
+    if not where:
+        return True
+    return conn.scalar(f"SELECT 1 FROM messages WHERE id = ? AND {where[0]}", [message_id, *params]) is not None
+
+
 def message_doc(row: Row) -> dict[str, Any]:
     return to_doc(row, rename={"sender": "from"}, json_cols=("data",))
 
@@ -167,8 +184,11 @@ def list_messages(
     limit: int | None,
     cursor: str | None,
     fields: str | None,
+    readers: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
     where, params = equals((("sender", sender), ("channel", channel), ("sessionDay", session_day)))
+    seen, seen_params = visible(readers)
+    where, params = where + seen, params + seen_params
     return keyset_page(
         conn, table="messages", to_item=message_doc, where=where, params=params,
         limit=limit, cursor=cursor, fields=fields, lite_keys=MESSAGE_LITE,
@@ -199,11 +219,14 @@ def broadcast_status(conn: Connection, *, message_id: str) -> dict[str, Any] | N
 
 
 def search_messages(
-    conn: Connection, *, query: str, limit: int, sender: str | None = None, channel: str | None = None
+    conn: Connection, *, query: str, limit: int, sender: str | None = None, channel: str | None = None,
+    readers: tuple[str, ...] | None = None,
 ) -> list[dict[str, Any]]:
     match = fts_query(query)
     if match is None:
         return []
     where, params = equals([("d.sender", sender), ("d.channel", channel)])
+    seen, seen_params = visible(readers, "d")
+    where, params = where + seen, params + seen_params
     return keyword_docs(conn, fts="messages_fts", table="messages", match=match, where=where, params=params,
                         limit=limit, snippet="content", shape=message_doc)

@@ -107,7 +107,9 @@ def register(app: App) -> None:
     @app.tool("read")
     def get_message(messageId: str) -> dict[str, Any] | None:
         """Fetch a message by id, content whole."""
-        return db.read(lambda c: store.get_message(c, message_id=messageId))
+        readers = app.readers()
+        return db.read(lambda c: store.get_message(c, message_id=messageId)
+                       if store.can_read(c, messageId, readers) else None)
 
     @app.tool("read")
     def list_messages(
@@ -121,14 +123,17 @@ def register(app: App) -> None:
         """List messages newest first, by `from`, `channel` or `sessionDay`."""
         return db.read(
             lambda c: store.list_messages(
-                c, sender=from_, channel=channel, session_day=sessionDay, limit=limit, cursor=cursor, fields=fields
+                c, sender=from_, channel=channel, session_day=sessionDay, limit=limit, cursor=cursor, fields=fields,
+                readers=app.readers(),
             )
         )
 
     @app.tool("read")
     def list_broadcast_status(messageId: str) -> dict[str, Any]:
         """List who has read a message and who has not."""
-        status = db.read(lambda c: store.broadcast_status(c, message_id=messageId))
+        readers = app.readers()
+        status = db.read(lambda c: store.broadcast_status(c, message_id=messageId)
+                         if store.can_read(c, messageId, readers) else None)
         if status is None:
             raise NotFound(f"message {messageId} does not exist")
         return status
@@ -143,5 +148,6 @@ def register(app: App) -> None:
         """Search message content by keyword (all words), best first, with a `snippet`."""
         size = clamp_limit(limit)
         query = require_query(query)
+        readers = app.readers()
         return cut(db.read(lambda c: store.search_messages(c, query=query, limit=size, sender=from_,
-                                                              channel=channel)))
+                                                              channel=channel, readers=readers)))

@@ -43,6 +43,27 @@ def task_doc(row: Row) -> dict[str, Any]:
     return to_doc(row, json_cols=JSON_COLS, bool_cols=("paused",))
 
 
+def visible(readers: tuple[str, ...] | None, table: str = "tasks") -> tuple[list[str], list[Any]]:
+    """Read visibility of tasks: a token reads the tasks its identities created or are assigned,
+    the open ones (no assignee or a lapsed claim: claimable work), and every task of a mission they
+    pilot, created or take part in. None = every task."""
+    if readers is None:
+        return [], []
+    ids = ",".join("?" * len(readers)) or "NULL"
+    sql = (f"({table}.createdBy IN ({ids}) OR {table}.assignedTo IN ({ids}) OR {table}.assignedTo = '' "
+           f"OR {table}.lapsedAt IS NOT NULL OR {table}.missionId IN (SELECT m.id FROM missions m WHERE "
+           f"m.pilot IN ({ids}) OR m.createdBy IN ({ids}) OR EXISTS (SELECT 1 FROM json_each(m.agents) "
+           f"WHERE json_each.value IN ({ids}))))")
+    return [sql], [*readers] * 5
+
+
+def can_read(conn: Connection, task_id: Any, readers: tuple[str, ...] | None) -> bool:
+    where, params = visible(readers)
+    if not where:
+        return True
+    return conn.scalar(f"SELECT 1 FROM tasks WHERE id = ? AND {where[0]}", [task_id, *params]) is not None
+
+
 def require_task(conn: Connection, task_id: Any) -> dict[str, Any]:
     task = load_task(conn, task_id)
     if task is None:
@@ -155,9 +176,11 @@ def task_filters(*, assigned_to: str | None = None, assigned_to_instance: str | 
 
 
 def list_tasks(conn: Connection, *, limit: int | None, cursor: str | None, fields: str | None,
-               **filters: Any) -> dict[str, Any]:
+               readers: tuple[str, ...] | None = None, **filters: Any) -> dict[str, Any]:
     """Newest-updated first. The cron filter runs in SQL, so pages are full."""
     where, params = task_filters(**filters)
+    seen, seen_params = visible(readers)
+    where, params = where + seen, params + seen_params
     return keyset_page(conn, table="tasks", to_item=task_doc, where=where, params=params, sort_col="updatedAt",
                        limit=limit, cursor=cursor, fields=fields, lite_keys=TASK_LITE)
 
@@ -182,10 +205,12 @@ def claimable_page(conn: Connection, *, who: str, instance: str | None, now: int
 
 
 def list_overdue(conn: Connection, *, assigned_to: str | None, limit: int | None, cursor: str | None,
-                 fields: str | None, now: int) -> dict[str, Any]:
+                 fields: str | None, now: int, readers: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Tasks past their dueDate that are neither done nor cancelled, most overdue first."""
     where = ["dueDate IS NOT NULL", "dueDate < ?", status_sql("status", OPEN_STATUSES)]
     params: list[Any] = [now]
+    seen, seen_params = visible(readers)
+    where, params = where + seen, params + seen_params
     if assigned_to is not None:
         where.append("assignedTo = ?")
         params.append(assigned_to)
@@ -194,12 +219,15 @@ def list_overdue(conn: Connection, *, assigned_to: str | None, limit: int | None
                        lite_keys=TASK_LITE)
 
 
-def search_tasks(conn: Connection, *, query: str, limit: int, **filters: Any) -> list[dict[str, Any]]:
+def search_tasks(conn: Connection, *, query: str, limit: int, readers: tuple[str, ...] | None = None,
+                 **filters: Any) -> list[dict[str, Any]]:
     """BM25 over title (weight 4) and description (weight 1), best first, each with a title snippet."""
     match = fts_query(query)
     if match is None:
         return []
     where, params = task_filters(**filters)
+    seen, seen_params = visible(readers)
+    where, params = where + seen, params + seen_params
     # Filters run inside a subquery on `tasks` alone: `title` would be ambiguous next to tasks_fts.
     return keyword_docs(conn, fts="tasks_fts", table="tasks", match=match, limit=limit, inner_where=where,
                         inner_params=params, weights=(4.0, 1.0), snippet="title", shape=task_doc)
