@@ -158,3 +158,42 @@ def test_files_reserved_with_a_claim_lapse_with_it(tools):
 def test_hostile_task_payloads_are_refused(tools, bad):
     err = tools.error("create_task", title="t", priority="low", createdBy="lead", **bad)
     assert "INVALID_ARGUMENT:" in err
+
+
+def test_claimable_agrees_with_the_checkout_rule(db):
+    """The two readings of the one rule — checkout's parties and the claimable listing — agree on every
+    kind of task, for members and non-members of its pool (the creator's own right aside)."""
+    from vantage_peers.domains.profiles import store as profiles
+    from vantage_peers.domains.tasks import eligibility, lifecycle, store
+    from vantage_peers.ids import now_ms
+
+    def setup(c):
+        for who, pools in (("lead", []), ("w1", ["backend"]), ("w2", ["frontend"]), ("w3", [])):
+            profiles.update_profile(c, orchestrator_id=who, static={"pools": pools})
+        kinds = {"open": {}, "pool-backend": {"pool": "backend"}, "reserved-w1": {"assignedTo": "w1"},
+                 "reserved-w2-pool": {"assignedTo": "w2", "pool": "backend"}, "legacy-name": {"assignedTo": "queue"},
+                 "paused-w1": {"assignedTo": "w1"}, "in-progress": {"assignedTo": "w3"}}
+        ids = {k: store.create_task(c, payload={"title": k, "priority": "low", "createdBy": "lead", **v})
+               for k, v in kinds.items()}
+        now = now_ms()
+        lifecycle.start_task(c, task_id=ids["paused-w1"], caller="w1", now=now)
+        lifecycle.pause_task(c, task_id=ids["paused-w1"], caller="w1", now=now)
+        lifecycle.checkout_task(c, task_id=ids["in-progress"], caller="w3", instance=None, now=now)
+        return ids
+
+    ids = db.write(setup)
+    now = now_ms()
+    for who in ("w1", "w2", "w3"):
+        listed = {r["id"] for r in db.read(lambda c, w=who: eligibility.claimable(c, who=w, instance=None, now=now))}
+        expected = set()
+        for kind, tid in ids.items():
+            task = db.read(lambda c, t=tid: c.one("SELECT * FROM tasks WHERE id = ?", (t,)))
+            parties = db.read(lambda c, t=task: eligibility.parties(c, t, now))
+            allowed = parties.get("assignee") is None or who == parties.get("assignee") or \
+                who in (parties.get("pool members") or ())
+            if allowed and task["status"] == "todo" and not task["paused"]:
+                expected.add(tid)
+        assert listed == expected, who
+    names = {v: k for k, v in ids.items()}
+    w1 = {names[r["id"]] for r in db.read(lambda c: eligibility.claimable(c, who="w1", instance=None, now=now))}
+    assert w1 == {"open", "pool-backend", "reserved-w1", "legacy-name"}

@@ -91,41 +91,41 @@ def parties(conn: Connection, task: Mapping[str, Any], now: int) -> dict[str, An
     return out
 
 
-def may_claim(conn: Connection, who: str, task: Mapping[str, Any], now: int, pools: set[str] | None = None) -> bool:
-    """Whether `who` is offered the task as work: reserved to it, or open to it (creator rights aside)."""
-    if task["assignedTo"] == who and not (task.get("lapsedAt") and task["status"] == "todo"):
-        return True
-    if not is_open(conn, task, now):
-        return False
-    if not task.get("pool"):
-        return True
-    return task["pool"] in (pools if pools is not None else pools_of(conn, who))
-
-
 def claimable(conn: Connection, *, who: str, instance: str | None, now: int,
               limit: int = SCAN_LIMIT) -> list[dict[str, Any]]:
     """Todo tasks `who` may check out now, oldest change first: reserved to it or open to it, not
-    paused, every dependency done or cancelled. Rows as stored (lapsedAt included)."""
+    paused, every dependency done or cancelled. Rows as stored (lapsedAt included).
+
+    The SQL keeps exactly the todo tasks that are reserved to `who` or open (no assignee, a lapsed
+    claim, an assignee without a profile); what is left is the pool test and the dependencies, read
+    in one query each: this runs on every commit for every subscribed task queue."""
     pools = pools_of(conn, who)
-    rows = conn.query(  # the SQL narrows to reserved-to-me or maybe-open; may_claim decides
+    rows = conn.query(
         "SELECT * FROM tasks WHERE status = 'todo' AND paused = 0 AND (assignedTo IN (?, '') OR lapsedAt IS NOT NULL "
         "OR NOT EXISTS (SELECT 1 FROM profiles p WHERE p.orchestratorId = tasks.assignedTo)) "
         "ORDER BY updatedAt, id LIMIT ?", (who, limit))
     out = []
     for row in rows:
-        if instance and row["assignedTo"] == who and row["assignedToInstance"] not in (None, "", instance):
+        mine = row["assignedTo"] == who and row["lapsedAt"] is None
+        if mine and instance and row["assignedToInstance"] not in (None, "", instance):
             continue  # reserved to another instance of the same orchestrator
-        if may_claim(conn, who, row, now, pools) and not open_dependencies(conn, row):
-            out.append(row)
-    return out
+        if not mine and row["pool"] and row["pool"] not in pools:
+            continue
+        out.append(row)
+    waiting = open_dependencies_of(conn, out)
+    return [r for r in out if r["id"] not in waiting]
 
 
-def open_dependencies(conn: Connection, task: Mapping[str, Any]) -> list[str]:
-    """Ids of the task's dependencies not done yet (cancelled and missing ones never will be)."""
-    deps = task["dependsOn"]
-    deps = loads(deps) if isinstance(deps, str) else deps
-    if not deps:
-        return []
-    marks = ",".join("?" for _ in deps)
-    return [r["id"] for r in conn.query(
-        f"SELECT id FROM tasks WHERE id IN ({marks}) AND status NOT IN ('done', 'cancelled')", list(deps))]
+def open_dependencies_of(conn: Connection, tasks: list[Mapping[str, Any]]) -> set[str]:
+    """Ids among `tasks` with a dependency not done yet (cancelled and missing ones never will be)."""
+    deps = {t["id"]: loads(t["dependsOn"]) if isinstance(t["dependsOn"], str) else t["dependsOn"] for t in tasks}
+    wanted = sorted({d for ds in deps.values() if ds for d in ds})
+    if not wanted:
+        return set()
+    open_ids: set[str] = set()
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start:start + 500]
+        marks = ",".join("?" for _ in chunk)
+        open_ids |= {r["id"] for r in conn.query(
+            f"SELECT id FROM tasks WHERE id IN ({marks}) AND status NOT IN ('done', 'cancelled')", chunk)}
+    return {tid for tid, ds in deps.items() if ds and open_ids.intersection(ds)}
