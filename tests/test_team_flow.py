@@ -186,7 +186,7 @@ def test_claimable_agrees_with_the_checkout_rule(db):
     for who in ("w1", "w2", "w3"):
         listed = {r["id"] for r in db.read(lambda c, w=who: eligibility.claimable(c, who=w, instance=None, now=now))}
         expected = set()
-        for kind, tid in ids.items():
+        for tid in ids.values():
             task = db.read(lambda c, t=tid: c.one("SELECT * FROM tasks WHERE id = ?", (t,)))
             parties = db.read(lambda c, t=task: eligibility.parties(c, t, now))
             allowed = parties.get("assignee") is None or who == parties.get("assignee") or \
