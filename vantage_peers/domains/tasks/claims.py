@@ -14,10 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...db import Connection, Row, loads
-from ...errors import Conflict, InvalidState, NotFound
+from ...errors import InvalidState, NotFound
 from ...ids import new_id
-from ..leases import globs, paths
-from ..leases import repo as repos
+from ..leases import paths
 from ..leases import store as leases
 from ..messaging import store as messaging
 from . import segments
@@ -163,16 +162,14 @@ def expire_task(conn: Connection, *, task_id: str, now: int) -> None:
 
 def reserve_files(conn: Connection, *, task: Mapping[str, Any], caller: str, instance: str | None, ttl: int,
                   repo: str, now: int) -> list[dict[str, Any]]:
-    """Reserve a just-claimed task's `files` exclusively, tied to the claim (released with it).
-    All or nothing: PATH_CONFLICT names the holders, and the caller's transaction (the claim) rolls back."""
-    wanted = globs.clean_all([repos.relative(p, repo) for p in loads(task["files"]) or []], "files")
-    result = paths.reserve(conn, paths=wanted, repo=repo, holder=caller, instance=instance, exclusive=True, ttl=ttl,
-                           reason=f"task {task['id']}", partial=False, now=now)
-    if result.get("conflicts"):
-        held = "; ".join(f"{c['path']} held by {c['holder']} ({c['reservedPath']}, until {iso(c['expiresAt'])})"
-                         for c in result["conflicts"][:5])
-        raise Conflict(f"task {task['id']} was not claimed: its files are reserved by others: {held}. "
-                       "Checkout again once they are released, or without reserveFiles and coordinate", code="PATH_CONFLICT")
+    """Reserve a just-claimed task's `files` exclusively, tied to the claim (released with it). All or
+    nothing: PATH_CONFLICT names the holders, and the caller's transaction (the claim) rolls back."""
+    wanted = paths.clean_patterns(loads(task["files"]) or [], repo, field="files")
+    try:
+        result = paths.reserve_in_transaction(conn, paths=wanted, repo=repo, holder=caller, instance=instance,
+                                              ttl=ttl, now=now, reason=f"task {task['id']}")
+    except paths.PathConflict as err:
+        raise paths.PathConflict(f"task {task['id']} was not claimed (reserveFiles): {err.detail}") from None
     ids = [g["id"] for g in result["granted"]]
     if ids:
         marks = ",".join("?" * len(ids))

@@ -14,7 +14,6 @@ from ...ids import now_ms
 from ...policy import Owns
 from ...validators import Failure
 from ..leases import paths as path_store
-from ..leases import repo as repos
 from ..leases.store import ttl_ms as lease_ttl
 from . import bulk, eligibility, lifecycle
 from .validation import completion_failures, create_failures, load_task, update_failures
@@ -113,7 +112,7 @@ def register(app: App) -> None:
         instance, now = callerInstance, now_ms()
         ttl = lease_ttl(app.settings.claim_ttl_seconds if claimTtlSeconds is None else claimTtlSeconds,
                         "claimTtlSeconds")
-        root = repos.resolve(path_store.clean_repo(repo)) if reserveFiles else ""
+        root = path_store.scope_of(repo) if reserveFiles else ""
         return db.write(lambda c: lifecycle.checkout_task(c, task_id=taskId, caller=caller, instance=instance,
                                                           now=now, ttl=ttl, reserve_files=reserveFiles, repo=root))
 
