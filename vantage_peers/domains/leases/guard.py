@@ -56,7 +56,11 @@ def hooks_dir(repo: str | Path) -> Path:
 
 
 def hook_script() -> str:
+    """The hook runs this very interpreter on this very package: the folder it was imported from goes
+    to PYTHONPATH (the plugin's launcher runs the package from its folder, not installed, #30), and
+    `-P` keeps a `vantage_peers` folder in the repository being committed from shadowing it."""
     python = shlex.quote(sys.executable)
+    package = shlex.quote(str(Path(__file__).resolve().parents[3]))
     return f"""#!/bin/sh
 {MARKER}: installed by `vantage-peers guard install`; `vantage-peers guard uninstall` restores the previous hook.
 hookdir=$(dirname "$0")
@@ -64,8 +68,8 @@ if [ -x "$hookdir/{PREVIOUS}" ]; then
     "$hookdir/{PREVIOUS}" "$@" || exit $?
 fi
 [ "${{VP_GUARD:-}}" = "off" ] && exit 0
-if [ -x {python} ] && {python} -c "import vantage_peers" >/dev/null 2>&1; then
-    exec {python} -m vantage_peers.cli guard check --staged
+if [ -x {python} ] && PYTHONPATH={package} {python} -P -c "import vantage_peers" >/dev/null 2>&1; then
+    PYTHONPATH={package} exec {python} -P -m vantage_peers.cli guard check --staged
 elif command -v vantage-peers >/dev/null 2>&1; then
     exec vantage-peers guard check --staged
 fi
