@@ -20,10 +20,12 @@ TTY_HINT = ("vantage-peers speaks MCP over stdio: it is started by an MCP client
 
 
 def _run_stdio() -> int:
+    from .domains.leases.identity_file import publish
     from .server import create_app
     from .settings import Settings
 
     app = create_app(Settings.from_env())
+    publish(app.settings)  # #30: who works in this git work tree, on which database, for the git guard
     if sys.stdin is not None and sys.stdin.isatty():
         print(TTY_HINT, file=sys.stderr, flush=True)
     scheduler = None

@@ -128,7 +128,7 @@ def register(app: App) -> None:
             )
         )
 
-    @app.tool("read")
+    @app.tool("read", toolset="extras")  # rarely used: get_message_delivery (core) shows more (#30)
     def list_broadcast_status(messageId: str) -> dict[str, Any]:
         """List who has read a message and who has not."""
         readers = app.readers()
@@ -138,7 +138,7 @@ def register(app: App) -> None:
             raise NotFound(f"message {messageId} does not exist")
         return status
 
-    @app.tool("read")
+    @app.tool("read", toolset="extras")  # rarely used; out of core to keep it within Cursor's 40 (#30)
     def search_messages_by_keyword(
         query: str,
         limit: int | None = None,
