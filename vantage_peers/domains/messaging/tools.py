@@ -39,7 +39,7 @@ def register(app: App) -> None:
     ) -> dict[str, Any]:
         """Send a message to a role, a comma list, an instance id, or `broadcast`; returns `{messageId, recipients}`.
 
-        `data`: a JSON object (≤ 16 KB) returned as-is.
+        `data`: JSON returned as-is.
         """
         sender = from_
         payload = json_object(data, "data", max_bytes=MESSAGE_DATA_MAX_BYTES)

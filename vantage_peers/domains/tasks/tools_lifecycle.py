@@ -106,7 +106,7 @@ def register(app: App) -> None:
                       reserveFiles: bool = False, repo: str | None = None) -> dict[str, Any]:
         """Atomically claim a todo task (in_progress, yours) as a lease your calls renew; returns `{claimed, reason?}`.
 
-        `reserveFiles`: reserve its `files` with the claim (all or nothing).
+        `reserveFiles`: also reserve its `files`.
         """
         caller = callerOrchestrator
         instance, now = callerInstance, now_ms()
