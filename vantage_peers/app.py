@@ -116,6 +116,12 @@ class App:
         if state is not None and message not in state.warnings:
             state.warnings.append(message)
 
+    def notice(self, key: str, value: Any) -> None:
+        """Add a structured field `key` to the current call's answer (beside `warnings`; the body's keys win)."""
+        state = calls.current()
+        if state is not None:
+            state.notices[key] = value
+
     def tools_changed(self) -> None:
         """The tool list changed during this call: the client gets notifications/tools/list_changed."""
         state = calls.current()

@@ -28,6 +28,9 @@ def _run_stdio() -> int:
     publish(app.settings)  # #30: who works in this git work tree, on which database, for the git guard
     if sys.stdin is not None and sys.stdin.isatty():
         print(TTY_HINT, file=sys.stderr, flush=True)
+    from .domains.profiles import liveness
+
+    heartbeat = liveness.start(app, "stdio")  # #30: this process's row and heartbeat (docs/presence.md)
     scheduler = None
     if app.settings.scheduler:
         from .scheduler import Scheduler
@@ -41,6 +44,7 @@ def _run_stdio() -> int:
 
         anyio.run(serve_stdio, app.mcp)  # our transport answers every line, even unparseable ones
     finally:
+        heartbeat.stop()  # a clean stop: stoppedAt
         if scheduler is not None:
             scheduler.stop()
             # #20: a short-lived process embeds what it wrote (bounded, ~2 s) before it exits.
