@@ -147,7 +147,7 @@ def test_team_finishes_the_mission_when_a_worker_dies(tmp_path, db_path, databas
             "SELECT holder, grantedAt, expiresAt, releaseReason, fencingToken FROM agentLeases "
             "WHERE kind = 'task' AND key = ? ORDER BY fencingToken", (victim_task,)))
         files = db.read(lambda c: c.query(
-            "SELECT holder, releaseReason FROM agentLeases WHERE kind = 'path' AND holder = 'w1'"))
+            "SELECT holder, releaseReason, key AS path FROM agentLeases WHERE kind = 'path' AND holder = 'w1'"))
         notes = db.read(lambda c: c.query("SELECT content FROM taskNotes WHERE taskId = ?", (victim_task,)))
     finally:
         db.close()
@@ -158,6 +158,7 @@ def test_team_finishes_the_mission_when_a_worker_dies(tmp_path, db_path, databas
     print(f"takeover {delay_ms} ms after the lapse (TTL {TTL_S} s, tick {TICK_S} s)")
     assert delay_ms <= TICK_S * 1000 + 30_000, delay_ms  # generous: a loaded 2-core machine
     assert len(files) == 2 and {f["releaseReason"] for f in files} == {"expired"}
+    files_held = files
     assert any("lapsed" in n["content"] for n in notes)
     # woken, not polling: every list_tasks after the first follows a wake or a finished task
     for w in ("w2", "w3"):
@@ -166,3 +167,16 @@ def test_team_finishes_the_mission_when_a_worker_dies(tmp_path, db_path, databas
         for i in lists[1:]:
             before = [k for k in kinds[:i] if k in ("woke", "done", "list")]
             assert before and before[-1] in ("woke", "done"), (w, kinds)
+    # the dead worker restarts as the same identity: its first answer says what its process held
+    async def restart() -> dict[str, Any]:
+        params = StdioServerParameters(command=_script(), args=[], env=env_of["w1"], cwd=str(tmp_path))
+        async with Client(params, mode="legacy") as client:
+            return await call(client, "list_tasks", claimable=True)
+
+    first = anyio.run(restart)
+    told = {(lease["kind"], lease["key"]): lease for lease in first.get("inheritedLeases", [])}
+    assert told.get(("task", victim_task), {}).get("state") == "taken", first.get("inheritedLeases")
+    assert told[("task", victim_task)]["takenBy"].split("/")[0] in ("w2", "w3")
+    paths = {key for kind, key in told if kind == "path"}
+    assert paths == {p["path"] for p in files_held}, (paths, files_held)
+    assert any("w1" in w for w in first.get("warnings", []))
