@@ -197,3 +197,77 @@ def test_claimable_agrees_with_the_checkout_rule(db):
     names = {v: k for k, v in ids.items()}
     w1 = {names[r["id"]] for r in db.read(lambda c: eligibility.claimable(c, who="w1", instance=None, now=now))}
     assert w1 == {"open", "pool-backend", "reserved-w1", "legacy-name"}
+
+
+# -- `vantage-peers wait --for work`: real wait processes ------------------------------------------------
+def _wait_env(db_target, who, tmp_path):
+    import os
+
+    where = {"VP_DATABASE_URL": db_target} if str(db_target).startswith("postgresql://") else {"VP_DB_PATH": db_target}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VP_")}
+    return {**env, **where, "VP_ORCHESTRATOR": who, "VP_EMBEDDINGS": "none", "VP_STATE_DIR": str(tmp_path / "st")}
+
+
+def _start_wait(db_target, who, tmp_path, *args):
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "vantage_peers.cli", "wait", "--for", "work", "--json",
+                             "--timeout", "120", *args], env=_wait_env(db_target, who, tmp_path),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _armed(proc) -> None:
+    line = proc.stderr.readline()
+    assert "armed" in line, line
+
+
+def _pool_task(db, title, **extra):
+    from vantage_peers.domains.tasks import store
+
+    return db.write(lambda c: store.create_task(c, payload={"title": title, "priority": "high", "createdBy": "lead",
+                                                           **extra}))
+
+
+def _profiles(db, pools):
+    from vantage_peers.domains.profiles import store as profiles
+
+    db.write(lambda c: [profiles.update_profile(c, orchestrator_id=w, static={"pools": p}) for w, p in pools.items()])
+
+
+def test_wait_for_work_wakes_when_claimable_work_appears_and_not_for_others_pools(db, db_target, tmp_path):
+    import json
+
+    _profiles(db, {"w1": ["backend"], "w2": ["frontend"]})
+    for_w2 = _start_wait(db_target, "w2", tmp_path)
+    for_w1 = _start_wait(db_target, "w1", tmp_path)
+    _armed(for_w1)
+    _armed(for_w2)
+    tid = _pool_task(db, "backend work", pool="backend")
+    out, _ = for_w1.communicate(timeout=120)
+    assert for_w1.returncode == 0
+    doc = json.loads(out)
+    assert [i["taskId"] for i in doc["items"]] == [tid] and doc["items"][0]["kind"] == "work"
+    other = _pool_task(db, "frontend work", pool="frontend")
+    out, _ = for_w2.communicate(timeout=120)
+    assert [i["taskId"] for i in json.loads(out)["items"]] == [other]  # never woken by the backend task
+
+
+def test_wait_for_work_wakes_when_a_claim_lapses_with_no_scheduler_running(db, db_target, tmp_path):
+    """Nothing commits when a claim's TTL runs out: the waiter itself wakes at the expiry, sweeps it and
+    reports the task, now open to the pool (no server process runs here at all)."""
+    import json
+
+    from vantage_peers.domains.tasks import lifecycle
+    from vantage_peers.ids import now_ms
+
+    _profiles(db, {"w1": ["backend"], "w2": ["backend"]})
+    tid = _pool_task(db, "held by w1", pool="backend")
+    db.write(lambda c: lifecycle.checkout_task(c, task_id=tid, caller="w1", instance=None, now=now_ms(), ttl=2_000))
+    waiter = _start_wait(db_target, "w2", tmp_path)
+    _armed(waiter)  # nothing claimable yet: w1 holds it
+    out, err = waiter.communicate(timeout=120)
+    assert waiter.returncode == 0, err
+    item = json.loads(out)["items"][0]
+    assert item["taskId"] == tid and item["lapsed"] is True
+    assert db.read(lambda c: c.scalar("SELECT status FROM tasks WHERE id = ?", (tid,))) == "todo"

@@ -123,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
                    example="vantage-peers wait --timeout 1800",
                    settings="VP_ORCHESTRATOR, VP_INSTANCE_ID, VP_STATE_DIR")
     wait.add_argument("--for", dest="kinds", default="messages,tasks",
-                      help="a comma list of what to wait for: messages, tasks (default: all)")
+                      help="a comma list of what to wait for: messages, tasks (assigned to you), work (tasks "
+                           "you may claim: new, unblocked or lapsed) (default: messages,tasks)")
     wait.add_argument("--timeout", type=float, default=None, help="seconds (default: forever; 0 checks once)")
     wait.add_argument("--json", action="store_true", help="print one JSON object (≤ 1 KB)")
     since = wait.add_mutually_exclusive_group()

@@ -35,6 +35,7 @@ from typing import Any
 
 from .db import Database
 from .domains.messaging import inbox
+from .domains.tasks import queue as _work  # noqa: F401  # registers the "work" kind (claimable tasks)
 from .errors import InvalidArgument
 
 EXIT_TIMEOUT = 3
@@ -161,6 +162,7 @@ def wait_for_new(db: Database, *, who: str, instance: str | None, kinds: tuple[s
     gone) repeats them next time rather than losing them."""
     deadline = None if timeout is None else time.monotonic() + timeout
     with db.watcher(interval=interval) as watcher:  # listening before the baseline is read
+        due = _refresh(db, kinds)
         current = inbox.pending(db, who=who, instance=instance, kinds=kinds)
         reported = load_state(state, what="the state file") if state is not None else None
         seen = reported if reported is not None else {i["key"] for i in current}
@@ -188,9 +190,18 @@ def wait_for_new(db: Database, *, who: str, instance: str | None, kinds: tuple[s
                 armed = True
                 if on_armed is not None:
                     on_armed()
-            if not watcher.wait(left):
+            # A claim that lapses changes what is claimable without a commit: wake by then too.
+            pause = left if due is None else max(0.05, due) if left is None else min(left, max(0.05, due))
+            if not watcher.wait(pause) and (deadline is None or time.monotonic() >= deadline) and due is None:
                 return None
+            due = _refresh(db, kinds)
             current = inbox.pending(db, who=who, instance=instance, kinds=kinds)
+
+
+def _refresh(db: Database, kinds: tuple[str, ...]) -> float | None:
+    """Run the watched kinds' refresh hooks; seconds until the earliest change no commit announces."""
+    due = [when for k in kinds if (fn := inbox.REGISTRY[k].refresh) is not None and (when := fn(db)) is not None]
+    return None if not due else (min(due) - time.time() * 1000) / 1000 + 0.05
 
 
 def _save_or_warn(path: Path, keys: set[str]) -> None:

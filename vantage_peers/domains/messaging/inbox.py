@@ -7,7 +7,8 @@ the task is `todo` (assigned, or back from blocked).
 
 The kinds are a table (`Kind`, `REGISTRY`): `--for`, the key prefixes `wait` forgets by, the
 queries and the digest all come from it. A new kind is a reader, a digest line and one
-`Kind(...)` entry, e.g. `work` (tasks any worker may claim, keys `work:<id>`).
+`Kind(...)` entry; the tasks domain registers `work` (tasks the agent may claim, keys `work:<id>`)
+with `register`, from `domains/tasks/queue.py`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ class Kind:
     hint: str  # the tools that read it, for the digest's last line
     read: Callable[[Connection, str, str | None], list[Item]]  # (connection, who, instance) -> items, oldest first
     line: Callable[[Item], str]  # one digest line, `text` already shortened
+    # Called before each read: brings due state up to date (a lapsed claim) and returns when the next
+    # change that no commit announces is due (Unix ms), or None. The waiter wakes by then too.
+    refresh: Callable[[Database], int | None] | None = None
 
 
 def _read_messages(c: Connection, who: str, instance: str | None) -> list[Item]:
@@ -74,8 +78,17 @@ REGISTRY: dict[str, Kind] = {k.name: k for k in (
          _read_messages, _message_line),
     Kind("tasks", "task:", "task", "{} task(s)", "list_tasks", _read_tasks, _task_line),
 )}
-KINDS = tuple(REGISTRY)  # `--for` accepts these; the default is all of them
+KINDS = tuple(REGISTRY)  # `--for` accepts these
 PREFIX = {k.name: k.prefix for k in REGISTRY.values()}
+
+
+def register(kind: Kind) -> None:
+    """Add a kind another domain reads (the tasks domain's `work`: tasks.queue), without messaging
+    importing that domain."""
+    global KINDS
+    REGISTRY[kind.name] = kind
+    KINDS = tuple(REGISTRY)
+    PREFIX[kind.name] = kind.prefix
 
 
 def pending(db: Database, *, who: str, instance: str | None, kinds: tuple[str, ...]) -> list[Item]:
