@@ -6,7 +6,8 @@ it holds a claim and its file reservations. Checked from the database and the pr
 - the mission finishes with no lead action: the dead worker's task is taken over by another worker
   once its claim lapses (TTL + one scheduler tick, with slack for a loaded machine);
 - every task done exactly once, its DONE report (message `data`) received once;
-- the workers wake for work through the task subscription (list_tasks follows a wake, no polling);
+- the workers wake for work — through the task subscription on SQLite, through `vantage-peers wait
+  --for work` on PostgreSQL — and list_tasks follows a wake (no polling);
 - the restarted worker is told, in its first answer, what its dead process held.
 Run on the SQLite file and on PostgreSQL.
 """
@@ -40,11 +41,13 @@ def base_env(db_path: Path, database_url: str | None, who: str, instance: str) -
     env = {k: v for k, v in os.environ.items() if not k.startswith("VP_")}
     env.update(VP_ORCHESTRATOR=who, VP_INSTANCE_ID=instance, VP_EMBEDDINGS="none", VP_TICK_SECONDS=str(TICK_S),
                VP_CLAIM_TTL_SECONDS=str(TTL_S), VP_TEAM_POOLS=POOL, VP_TEAM_SERVER=_script(),
-               VP_HEARTBEAT_SECONDS="0.5", VP_MODEL_HOST_DIR=os.environ.get("VP_MODEL_HOST_DIR", ""))
+               VP_HEARTBEAT_SECONDS="0.5", VP_MODEL_HOST_DIR=os.environ.get("VP_MODEL_HOST_DIR", ""),
+               VP_STATE_DIR=str(db_path.parent / "wait-state"))
     if database_url:
         env["VP_DATABASE_URL"] = database_url
+        env["VP_TEAM_WAKE"] = "wait"  # the workers wake through `vantage-peers wait --for work` here
     else:
-        env["VP_DB_PATH"] = str(db_path)
+        env["VP_DB_PATH"] = str(db_path)  # and through the vp://tasks subscription here
     return env
 
 

@@ -8,7 +8,8 @@ VP_DATABASE_URL), handed to the server it starts. The loop:
   1. list_tasks claimable: true → checkout_task reserveFiles: true the first one it wins;
   2. work (a short sleep), complete_task, report DONE to the lead with `data` (idempotencyKey);
   3. nothing claimable: wait, subscribed to vp://tasks/<me>, for the notification that claimable work
-     changed (no polling of list_tasks: each list_tasks call follows a wake, and is logged).
+     changed — or, with VP_TEAM_WAKE=wait, run `vantage-peers wait --for work` as a hook would (no
+     polling of list_tasks either way: each list_tasks call follows a wake, and is logged).
 A `--victim` worker stops after its first claim (holding the claim and its file reservations) and
 writes `holding` to the log, for the parent to SIGKILL it. Every step is one JSON line in <out>.
 """
@@ -77,6 +78,11 @@ async def main(out: str, victim: bool) -> None:
                     took = (item, got)
                     break
             if took is None:
+                if os.environ.get("VP_TEAM_WAKE") == "wait":  # a shell/hook agent: `vantage-peers wait`
+                    proc = await anyio.run_process([server, "wait", "--for", "work", "--timeout",
+                                                    str(IDLE_WAKE_SECONDS)], check=False)
+                    log(out, "woke" if proc.returncode == 0 else "timeout")
+                    continue
                 with anyio.move_on_after(IDLE_WAKE_SECONDS) as idle:
                     await state["wake"].wait()
                 log(out, "timeout" if idle.cancelled_caught else "woke")
