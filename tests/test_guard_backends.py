@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.git_repo import git, make_repo
 
 from vantage_peers.domains.leases import identity_file
 from vantage_peers.settings import Settings
@@ -23,24 +24,9 @@ pytestmark = [pytest.mark.backends,
               pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")]
 
 
-def git(repo: Path, *args: str, env: dict[str, str] | None = None, check: bool = True):
-    out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, env=env, timeout=120)
-    if check and out.returncode != 0:
-        raise AssertionError(f"git {args} failed: {out.stderr}")
-    return out
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    r = tmp_path / "repo"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    git(r, "config", "user.email", "t@example.com")
-    git(r, "config", "user.name", "t")
-    (r / "README").write_text("x\n")
-    git(r, "add", "README")
-    git(r, "commit", "-q", "-m", "init")
-    return r
+    return make_repo(tmp_path)
 
 
 def shell_env(tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.model_hosts import hosts, stop
+from test_model_host import _wait
 
 from vantage_peers.search import local, model_host, shared_model
 from vantage_peers.search.model_host import ERROR, HEADER, MAGIC, OP_EMBED, frame
@@ -38,14 +39,6 @@ def base():
     subprocess.run(["rm", "-rf", str(where)], check=False)
 
 
-def _wait(condition, seconds: float = 60.0, step: float = 0.05):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(step)
-    return condition()
 
 
 def _read_frame(s: socket.socket) -> tuple[int, bytes]:
