@@ -22,6 +22,7 @@ from typing import Any
 from ...db import Connection, Database, Row, current_scope
 from ...errors import Forbidden, InvalidArgument, NotFound, VantageError
 from ...ids import now_ms
+from ...rbac import SYSTEM
 from ..messaging import store as messaging
 from . import globs, sweep
 from . import repo as repos
@@ -34,7 +35,6 @@ MAX_REASON_BYTES = 2_000
 MAX_WAIT_SECONDS = 600
 MAX_LISTED = 20  # reservations spelled out in a PATH_CONFLICT (every holder is always named)
 EXPIRY_SLACK_SECONDS = 0.05  # wake just after a conflicting lease's expiresAt, not just before
-SYSTEM = "system"
 
 
 class PathConflict(VantageError):

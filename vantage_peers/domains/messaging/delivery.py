@@ -15,9 +15,9 @@ from typing import Any
 from ...db import Connection, dumps
 from ...errors import Forbidden, InvalidArgument, NotFound
 from ...ids import new_id
+from ...rbac import SYSTEM
 from . import store
 
-SYSTEM = "system"
 MAX_BACKOFF_MS = 24 * 3600 * 1000  # one wait never grows past a day
 MAX_ACK_IDS = 500
 DEAD_LETTER_BATCH = 200

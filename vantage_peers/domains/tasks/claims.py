@@ -16,6 +16,7 @@ from typing import Any
 from ...db import Connection, Row, loads
 from ...errors import InvalidState, NotFound
 from ...ids import new_id
+from ...rbac import SYSTEM
 from ..leases import paths
 from ..leases import store as leases
 from ..messaging import store as messaging
@@ -23,7 +24,6 @@ from . import segments
 from .validation import load_task
 
 KIND = "task"
-SYSTEM = "system"
 
 
 def iso(ms: int | None) -> str:
