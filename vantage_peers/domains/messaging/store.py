@@ -81,11 +81,12 @@ def send_message(
 ) -> dict[str, Any]:
     now = now_ms()
     message_id = new_id("msg")
+    extra = ", data" if data is not None else ""  # named only when given: older files lack the column
     conn.execute(
         "INSERT INTO messages (id, sender, fromInstanceId, channel, instanceId, content, sessionDay, tenantId, "
-        "createdAt, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"createdAt{extra}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?{', ?' if extra else ''})",
         (message_id, sender, from_instance_id, channel, instance_id, content, session_day, tenant_id, now,
-         dumps(data) if data is not None else None),
+         *((dumps(data),) if extra else ())),
     )
     recipients = resolve_recipients(conn, sender=sender, channel=channel, instance_id=instance_id)
     conn.executemany(

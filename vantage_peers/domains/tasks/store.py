@@ -78,15 +78,21 @@ def create_task(conn: Connection, *, payload: Mapping[str, Any], now: int | None
     task_id = new_id("tsk")
     status = payload.get("status") or "todo"
     deps = list(dict.fromkeys(payload.get("dependsOn") or [])) or None
+    # pool and files are named only when given: a store called on a file older than migration 019
+    # (an upgrade test's fixture) lacks the columns.
+    extra = {k: v for k, v in (("pool", payload.get("pool")),
+                               ("files", dumps(list(dict.fromkeys(payload["files"]))) if payload.get("files") else None))
+             if v is not None}
+    cols = "".join(f", {k}" for k in extra)
     conn.execute(
         "INSERT INTO tasks (id, title, description, project, tags, assignedTo, assignedToInstance, priority, status, "
-        "dependsOn, missionId, estimatedMinutes, startedAt, dueDate, createdBy, createdAt, updatedAt, pool, files) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"dependsOn, missionId, estimatedMinutes, startedAt, dueDate, createdBy, createdAt, updatedAt{cols}) "
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{', ?' * len(extra)})",
         (task_id, payload["title"], payload.get("description"), payload.get("project"), dumps(payload.get("tags")),
          payload.get("assignedTo") or UNASSIGNED, payload.get("assignedToInstance"), payload["priority"], status,
          dumps(deps), payload.get("missionId"), payload.get("estimatedMinutes"),
          now if status == "in_progress" else None, payload.get("dueDate"), payload["createdBy"], now, now,
-         payload.get("pool"), dumps(list(dict.fromkeys(payload["files"])) if payload.get("files") else None)),
+         *extra.values()),
     )
     if status == "in_progress":
         segments.open_segment(conn, task_id=task_id, who=payload.get("assignedTo") or None, now=now)
