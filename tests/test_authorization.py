@@ -9,6 +9,7 @@ paths by which a token once acted as another orchestrator, each as a named test,
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from typing import Any
@@ -187,7 +188,10 @@ def test_tools_list_matches_the_committed_snapshot(team):
     apps, _, _ = team
     listed = anyio.run(apps["bob"].mcp.list_tools)
     now = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed]
-    snapshot = json.loads((Path(__file__).parent / "snapshots" / "tools_list.json").read_text())
+    path = Path(__file__).parent / "snapshots" / "tools_list.json"
+    if os.environ.get("VP_UPDATE_SNAPSHOTS") == "1":  # regenerate on purpose, then review the diff
+        path.write_text(json.dumps(now, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+    snapshot = json.loads(path.read_text())
     assert [t["name"] for t in now] == [t["name"] for t in snapshot]
     for got, want in zip(now, snapshot, strict=True):
         assert got == want, got["name"]

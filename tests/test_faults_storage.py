@@ -47,7 +47,8 @@ def small_disk(tmp_path):
 
 def fill(directory) -> os.PathLike:
     filler = directory / "filler"
-    with open(filler, "wb") as f, contextlib.suppress(OSError):
+    # unbuffered: a write cut short by the full disk leaves nothing for close() to flush (and fail on)
+    with open(filler, "wb", buffering=0) as f, contextlib.suppress(OSError):
         while True:
             f.write(b"\0" * 65536)
             f.flush()

@@ -9,30 +9,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.git_repo import git, make_repo
 
 pytestmark = [pytest.mark.slow,  # real git repositories and hook processes
               pytest.mark.skipif(shutil.which("git") is None,
                                  reason="git is not installed (.ci/run installs it with apt; apt was unreachable)")]
 
 
-def git(repo: Path, *args: str, env: dict[str, str] | None = None, check: bool = True):
-    out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, env=env, timeout=60)
-    if check and out.returncode != 0:
-        raise AssertionError(f"git {args} failed: {out.stderr}")
-    return out
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    r = tmp_path / "repo"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    git(r, "config", "user.email", "t@example.com")
-    git(r, "config", "user.name", "t")
-    (r / "README").write_text("x\n")
-    git(r, "add", "README")
-    git(r, "commit", "-q", "-m", "init")
-    return r
+    return make_repo(tmp_path)
 
 
 def env_for(db: Path, who: str | None, **extra: str) -> dict[str, str]:

@@ -145,19 +145,22 @@ def test_mcp_server_wiring():
     servers = load(PLUGIN / ".mcp.json")["mcpServers"]
     assert set(servers) == {"vantage-peers"}
     stdio = servers["vantage-peers"]
-    # the server runs from the package the install copied (plugin/server), locked versions, no index
-    # look-up of the name "vantage-peers" (nobody else's package can be run in its place)
-    assert stdio["command"] == "uv" and "type" not in stdio
-    assert stdio["args"][:3] == ["run", "--frozen", "--no-dev"] and stdio["args"][-1] == "vantage-peers"
-    project = stdio["args"][stdio["args"].index("--project") + 1]
-    assert project == "${CLAUDE_PLUGIN_ROOT}/server"
+    # the server runs from the package the install copied (plugin/server) through its launcher: locked
+    # versions, no build (#30: the first start works offline), no index look-up of the name "vantage-peers"
+    # (nobody else's package can be run in its place)
+    assert stdio["command"] == "python3" and "type" not in stdio
+    assert stdio["args"] == ["${CLAUDE_PLUGIN_ROOT}/server/launch.py"]
+    launcher = (PLUGIN / "server" / "launch.py").read_text(encoding="utf-8")
+    for needed in ('"--frozen"', '"--no-install-project"', '"--no-sync"', '"-P"', '"vantage_peers.cli"'):
+        assert needed in launcher, needed
+    assert "uvx" not in launcher
     server = PLUGIN / "server"
     assert (server / "pyproject.toml").resolve() == (ROOT / "pyproject.toml").resolve()
     assert (server / "uv.lock").resolve() == (ROOT / "uv.lock").resolve()
     assert (server / "vantage_peers" / "cli.py").resolve() == (ROOT / "vantage_peers" / "cli.py").resolve()
-    assert "vantage-peers" not in " ".join(a for a in stdio["args"] if a != "vantage-peers")
     for name, value in stdio["env"].items():
         assert value == "${" + name + ":-}"  # empty when unset: the server treats "" as not configured
+    assert {"VP_ORCHESTRATOR", "VP_INSTANCE_ID", "VP_DB_PATH", "VP_DATABASE_URL"} <= set(stdio["env"])
     http = load(PLUGIN / "templates" / "mcp-http.json")["mcpServers"]["vantage-peers"]
     assert http["type"] == "http" and http["url"].endswith("/mcp")
     assert http["headers"]["Authorization"].startswith("Bearer ")
@@ -210,6 +213,7 @@ def test_every_tool_the_plugin_names_exists(tools):
 
 
 SERVER_LINKS = ("pyproject.toml", "uv.lock", "README.md", "LICENSE", "schema.sql", "vantage_peers")
+SERVER_FILES = ("launch.py",)  # the plugin's own server launcher (#30), a file of the plugin
 
 
 def test_no_path_points_outside_the_plugin():
@@ -217,11 +221,13 @@ def test_no_path_points_outside_the_plugin():
     # server/ holds the only symlinks, to the package at the repository root: Claude Code copies
     # their targets into the plugin cache (proven by tests/clients/test_claude_code.py)
     server = PLUGIN / "server"
-    assert {p.name for p in server.iterdir() if not p.name.startswith(".")} == set(SERVER_LINKS)  # .venv: ignored
+    assert {p.name for p in server.iterdir() if not p.name.startswith(".")} == {*SERVER_LINKS, *SERVER_FILES}
     for name in SERVER_LINKS:
         assert (server / name).is_symlink() and (server / name).resolve() == (ROOT / name).resolve()
-    files = [p for p in PLUGIN.rglob("*") if (p.is_file() or p.is_symlink()) and server not in p.parents
-             and p != server]
+    for name in SERVER_FILES:
+        assert (server / name).is_file() and not (server / name).is_symlink()
+    files = [p for p in PLUGIN.rglob("*") if (p.is_file() or p.is_symlink())
+             and (server not in p.parents or p.name in SERVER_FILES) and p != server]
     assert files
     for path in files:
         assert path.resolve().is_relative_to(root), path  # no other symlink escapes

@@ -66,3 +66,14 @@ def test_an_older_postgres_database_is_upgraded_keeping_its_rows():
         new.close()
     finally:
         postgres.drop_database(url)
+
+
+def test_rows_come_back_under_sqlites_spelling_for_every_column():
+    """`SELECT *` on PostgreSQL returns each column under the camelCase name SQLite gives it, also for
+    columns added by a migration after the baseline (tasks.lapsedAt came back as `lapsedat`)."""
+    from vantage_peers.db.postgres import _schema_names
+
+    names = _schema_names()
+    for spec in schema_tables():
+        for column in spec.columns:
+            assert names.get(column.lower(), column.lower()) == column, (spec.name, column)

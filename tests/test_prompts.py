@@ -126,7 +126,8 @@ def test_prompts_over_stdio_as_the_plugin_starts_the_server(tmp_path):
     from test_stdio_e2e import _script
 
     entry = json.loads((PLUGIN / ".mcp.json").read_text())["mcpServers"]["vantage-peers"]
-    expanded = {"VP_ORCHESTRATOR": "sigma", "VP_INSTANCE_ID": "", "VP_DB_PATH": str(tmp_path / "p.db")}
+    expanded = {"VP_ORCHESTRATOR": "sigma", "VP_INSTANCE_ID": "", "VP_DB_PATH": str(tmp_path / "p.db"),
+                "VP_DATABASE_URL": ""}
     assert set(entry["env"]) == set(expanded)
     env = {**os.environ, **expanded, "VP_SCHEDULER": "off"}
     params = StdioServerParameters(command=_script(), args=[], env=env, cwd=str(tmp_path))

@@ -104,3 +104,36 @@ def test_enable_toolset_notifies_a_handshake_era_client(core_app):
             assert len((await client.list_tools()).tools) == len(core_app.tools)
 
     anyio.run(scenario)
+
+
+def _readme_toolsets() -> tuple[dict[str, int], dict[str, tuple[str, int]], str]:
+    """The README's Toolsets table (name -> count), its per-client table (client -> (VP_TOOLSETS, count))
+    and the whole text."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Toolsets\n", 1)[1].split("\n## ", 1)[0]
+    counts = {m[1]: (0 if m[2] == "—" else int(m[2]))
+              for m in re.finditer(r"^\| `([a-z]+)` \| (\d+|—) \|", section, re.M)}
+    clients = {m[1]: (m[2], int(m[3]))
+               for m in re.finditer(r"^\| ([A-Za-z]+) \| [^|]+ \| `([a-z,]+)` \((\d+) tools\) \|", section, re.M)}
+    return counts, clients, text
+
+
+def test_the_readme_toolset_table_matches_the_server(app):
+    """#30: the counts are generated from the running server, not typed: a moved tool fails here."""
+    import collections
+
+    served = collections.Counter(app.toolset_of[t.name] for t in app.tools)
+    counts, clients, text = _readme_toolsets()
+    assert list(counts) == list(toolsets.TOOLSETS), "one README row per toolset, in listing order"
+    assert counts == {name: served.get(name, 0) for name in toolsets.TOOLSETS}
+    for tool in ("acknowledge_message", "get_message_delivery"):  # every agent is told to acknowledge
+        assert app.toolset_of[tool] == "core"
+    caps = {"Cursor": 40, "Windsurf": 50}
+    assert set(clients) == set(caps)
+    for client, (chosen, said) in clients.items():
+        total = sum(served[name] for name in toolsets.parse_toolsets(chosen))
+        assert said == total <= caps[client], (client, chosen, said, total)
+        assert f"{client}, {total} tools" in " ".join(text.split()), f"the Cursor/Windsurf setup line for {client}"

@@ -27,6 +27,12 @@ def wait_cmd(*args):
     return [sys.executable, "-m", "vantage_peers.cli", "wait", *args]
 
 
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path, monkeypatch):
+    """Where a `wait` without --state keeps its default state file: the test's folder, not the user's."""
+    monkeypatch.setenv("VP_STATE_DIR", str(tmp_path / "state"))
+
+
 @pytest.fixture
 def db(settings):
     d = open_database(settings)
@@ -39,9 +45,14 @@ def send(db, to="bob", text="hello", sender="alice"):
 
 
 def test_wait_times_out_with_exit_3(db, db_target, tmp_path):
-    send(db, text="old news")  # pending before the waiter starts: not new
-    r = subprocess.run(wait_cmd("--timeout", "1"), env=env_for(db_target), capture_output=True, timeout=60)
+    send(db, text="old news")  # pending before the waiter starts: new by default, not with --since-now
+    r = subprocess.run(wait_cmd("--timeout", "1", "--since-now"), env=env_for(db_target), capture_output=True,
+                       timeout=60)
     assert r.returncode == 3 and r.stdout == b""
+    r = subprocess.run(wait_cmd("--timeout", "1"), env=env_for(db_target), capture_output=True, timeout=60)
+    assert r.returncode == 0 and b"old news" in r.stdout
+    r = subprocess.run(wait_cmd("--timeout", "1"), env=env_for(db_target), capture_output=True, timeout=60)
+    assert r.returncode == 3 and r.stdout == b""  # reported by the previous run
     r = subprocess.run(wait_cmd("--timeout", "0", "--for", "tasks"), env=env_for(db_target), capture_output=True,
                        timeout=60)
     assert r.returncode == 3

@@ -105,11 +105,22 @@ class App:
         state = calls.current()
         return state.read_prefixes if state is not None else None
 
+    def readers(self) -> tuple[str, ...] | None:
+        """Whose messages and tasks the current call may read (policy.readers_of): None = every record."""
+        state = calls.current()
+        return state.readers if state is not None else None
+
     def warn(self, message: str) -> None:
         """Add a line to the current call's `warnings` (the call still succeeds)."""
         state = calls.current()
         if state is not None and message not in state.warnings:
             state.warnings.append(message)
+
+    def notice(self, key: str, value: Any) -> None:
+        """Add a structured field `key` to the current call's answer (beside `warnings`; the body's keys win)."""
+        state = calls.current()
+        if state is not None:
+            state.notices[key] = value
 
     def tools_changed(self) -> None:
         """The tool list changed during this call: the client gets notifications/tools/list_changed."""

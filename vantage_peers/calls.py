@@ -51,7 +51,9 @@ class CallState:
 
     actor: Actor = dataclasses.field(default_factory=Actor)
     read_prefixes: tuple[str, ...] | None = None
+    readers: tuple[str, ...] | None = None  # whose messages and tasks it reads (None: all)
     warnings: list[str] = dataclasses.field(default_factory=list)
+    notices: dict[str, Any] = dataclasses.field(default_factory=dict)  # structured fields added to the result
     tools_changed: bool = False
 
 
@@ -150,6 +152,7 @@ def runner(app: App, reg: Registered) -> Callable[..., Any]:
             principal = sdk.current_principal()
             actor, kwargs = policy.resolve(reg.name, reg.policy, kwargs, principal, app.settings)
             state.actor, state.read_prefixes = actor, policy.read_prefixes(principal)
+            state.readers = policy.readers_of(principal)
             policy.namespaces(reg.name, reg.policy, kwargs, principal, app.namespace_of)  # scoped tokens only
             for hook in app.before_call_hooks:
                 kwargs = hook(reg.name, kwargs) or kwargs
@@ -237,7 +240,7 @@ class PipelineTool(Tool):
         finally:
             _CALL.reset(token)
         if isinstance(result, CallToolResult):
-            result = self._visible(result, state.warnings)
+            result = self._visible(result, state.warnings, state.notices)
         if convert_result and app is not None:
             for hook in app.result_hooks.get(self.name, ()):
                 result = hook(result)
@@ -245,8 +248,10 @@ class PipelineTool(Tool):
             await _notify_tools_changed(context)
         return result
 
-    def _visible(self, result: CallToolResult, warnings: list[str]) -> CallToolResult:
-        """Text content for every result: `null` for None, one JSON array for a list, plus warnings."""
+    def _visible(self, result: CallToolResult, warnings: list[str],
+                 notices: dict[str, Any] | None = None) -> CallToolResult:
+        """Text content for every result: `null` for None, one JSON array for a list, plus warnings and
+        notices (fields a hook added to this answer, e.g. `inheritedLeases`; a body's own keys win)."""
         data = result.structured_content
         wrapped = self.fn_metadata.wrap_output and isinstance(data, dict) and "result" in data
         value = data["result"] if wrapped else data
@@ -254,10 +259,15 @@ class PipelineTool(Tool):
         if not content or (wrapped and isinstance(value, list)):
             # The SDK sends no content for None and one block per item for a list (none when empty).
             content = [TextContent(type="text", text=json.dumps(value, indent=2, ensure_ascii=False))]
-        if warnings and isinstance(data, dict):
-            data = {**data, "warnings": warnings}
+        extra = {k: v for k, v in (notices or {}).items() if not (isinstance(data, dict) and k in data)}
+        if warnings and (extra or isinstance(data, dict)):
+            extra["warnings"] = warnings
+        if extra and not isinstance(data, dict):  # a None result: notices still reach the agent, as text
+            content.append(TextContent(type="text", text=json.dumps(extra, ensure_ascii=False)))
+        elif extra:
+            data = {**data, **extra}
             if wrapped or not content or len(content) != 1:
-                content.append(TextContent(type="text", text=json.dumps({"warnings": warnings}, ensure_ascii=False)))
+                content.append(TextContent(type="text", text=json.dumps(extra, ensure_ascii=False)))
             else:
                 content = [TextContent(type="text", text=json.dumps(data, indent=2, ensure_ascii=False))]
         return result.model_copy(update={"content": content, "structured_content": data})

@@ -20,12 +20,17 @@ TTY_HINT = ("vantage-peers speaks MCP over stdio: it is started by an MCP client
 
 
 def _run_stdio() -> int:
+    from .domains.leases.identity_file import publish
     from .server import create_app
     from .settings import Settings
 
     app = create_app(Settings.from_env())
+    publish(app.settings)  # #30: who works in this git work tree, on which database, for the git guard
     if sys.stdin is not None and sys.stdin.isatty():
         print(TTY_HINT, file=sys.stderr, flush=True)
+    from .domains.profiles import liveness
+
+    heartbeat = liveness.start(app, "stdio")  # #30: this process's row and heartbeat (docs/presence.md)
     scheduler = None
     if app.settings.scheduler:
         from .scheduler import Scheduler
@@ -39,6 +44,7 @@ def _run_stdio() -> int:
 
         anyio.run(serve_stdio, app.mcp)  # our transport answers every line, even unparseable ones
     finally:
+        heartbeat.stop()  # a clean stop: stoppedAt
         if scheduler is not None:
             scheduler.stop()
             # #20: a short-lived process embeds what it wrote (bounded, ~2 s) before it exits.
@@ -113,12 +119,22 @@ def build_parser() -> argparse.ArgumentParser:
     dash.add_argument("--name", help="your name, shown to agents as human:<name> (default: your login name)")
     # #21: block until a message or task arrives for VP_ORCHESTRATOR (wake.py; the plugin's Stop hook runs it).
     wait = command(sub, "wait", "block until a message or task is new for VP_ORCHESTRATOR, print a digest; "
-                   "exit 3 on timeout", example="vantage-peers wait --for messages,tasks --timeout 600",
-                   settings="VP_ORCHESTRATOR, VP_INSTANCE_ID")
-    wait.add_argument("--for", dest="kinds", default="messages,tasks", help="messages, tasks or both (default)")
+                   "exit 3 on timeout, 2 on a bad argument (docs/delivery.md)",
+                   example="vantage-peers wait --timeout 1800",
+                   settings="VP_ORCHESTRATOR, VP_INSTANCE_ID, VP_STATE_DIR")
+    wait.add_argument("--for", dest="kinds", default="messages,tasks",
+                      help="a comma list of what to wait for: messages, tasks (assigned to you), work (tasks "
+                           "you may claim: new, unblocked or lapsed) (default: messages,tasks)")
     wait.add_argument("--timeout", type=float, default=None, help="seconds (default: forever; 0 checks once)")
     wait.add_argument("--json", action="store_true", help="print one JSON object (≤ 1 KB)")
-    wait.add_argument("--state", help="file remembering what was reported (hooks: one per session)")
+    since = wait.add_mutually_exclusive_group()
+    since.add_argument("--state", help="file remembering what was reported (hooks: one per session); default: one "
+                                       "per database, orchestrator and instance in VP_STATE_DIR or the user's state "
+                                       "folder, so what is already pending counts and nothing is reported twice")
+    since.add_argument("--since-now", action="store_true",
+                       help="no state: only what becomes pending after the start is new (the old behaviour)")
+    wait.add_argument("--ready-fd", type=int, default=None, metavar="N",
+                      help="write 'ready\\n' to file descriptor N once armed (also said on stderr), then close it")
     from .http.token_cli import add_parser as add_token_parser
 
     add_token_parser(sub)
@@ -192,7 +208,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "wait":
             from .wake import run_wait
 
-            return run_wait(kinds_text=args.kinds, timeout=args.timeout, as_json=args.json, state=args.state)
+            try:
+                return run_wait(kinds_text=args.kinds, timeout=args.timeout, as_json=args.json, state=args.state,
+                                since_now=args.since_now, ready_fd=args.ready_fd)
+            finally:
+                # #32 item 8: the process lingered ~1 s after its digest. At exit the interpreter runs
+                # full collections over everything imported (mcp and pydantic: ~85k objects, 0.2 s or
+                # more each on a loaded machine); frozen objects are skipped. The digest is flushed, the
+                # watcher and the database are closed, and atexit handlers still run.
+                import gc
+
+                gc.freeze()
         if args.command in handlers:
             return handlers[args.command](args)
         if args.command == "serve":

@@ -14,6 +14,7 @@ when its profile names exactly one orchestrator), else VP_ORCHESTRATOR.
 from __future__ import annotations
 
 import keyword
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,7 @@ class ScopeForbidden(VantageError):
 class RecordInfo:
     """What the pipeline needs to know about one record: its parties by role, and its namespace."""
 
-    parties: Mapping[str, str | None]
+    parties: Mapping[str, str | tuple[str, ...] | None]
     namespace: str | None = None
 
 
@@ -60,6 +61,7 @@ class Owns:
     roles: tuple[str, ...]
     action: str | None = None
     unclaimed: str | None = None
+    hint: str | None = None  # what to do instead, appended to the refusal
 
 
 @dataclass(frozen=True)
@@ -263,6 +265,30 @@ def _writable(principal: Principal, ns: str) -> None:
                              f"(namespaceWritePrefixes: {list(principal.profile.write_prefixes)})")
 
 
+def readers_of(principal: Principal | None) -> tuple[str, ...] | None:
+    """Whose messages and tasks a credential reads (docs/policy.md, "Who reads what"): None = all
+    (a local process, the master bearer, a token that may act as anyone), else its identities."""
+    if principal is None or principal.is_master:
+        return None
+    who = _token_identities(principal)
+    return None if "*" in who else who
+
+
+PERSONAL_URI = re.compile(r"^vp://(inbox|tasks)/([^/?#]+)$")
+
+
+def personal_denial(principal: Principal | None, uri: str) -> str | None:
+    """Why a credential may not read (or subscribe to) a personal resource — an inbox, a task queue —
+    of another identity, or None (#32: a token acting as alice never reads vp://inbox/bob)."""
+    m = PERSONAL_URI.match(uri)
+    readers = readers_of(principal)
+    if m is None or readers is None or m.group(2) in readers:
+        return None
+    assert principal is not None
+    return (f"FORBIDDEN: profile {principal.profile.profile_id} may not read the {m.group(1)} of {m.group(2)!r}: "
+            f"it reads only its own ({', '.join(readers) or 'no identity'})")
+
+
 def read_prefixes(principal: Principal | None) -> tuple[str, ...] | None:
     """The namespaces a call may read; None = all (stdio, master)."""
     if principal is None or principal.is_master:
@@ -286,8 +312,8 @@ def owners(tool: str, policy: Policy, kwargs: dict[str, Any], actor: Actor, conn
                 continue  # the body answers NOT_FOUND (or null) as it always has
             if rule.unclaimed is not None and not info.parties.get(rule.unclaimed):
                 continue
-            rbac.require(actor, {role: info.parties.get(role) for role in rule.roles},
-                         action=rule.action or tool.replace("_", " "), what=f"{rule.record} {record_id}")
+            rbac.require(actor, {role: info.parties.get(role) for role in rule.roles}, action=rule.action or tool.replace("_", " "),
+                         what=f"{rule.record} {record_id}", hint=rule.hint)
 
 
 __all__ = ["Forbidden", "Owns", "Policy", "RecordInfo", "ScopeForbidden", "declare", "owners", "resolve", "row_loader"]

@@ -53,8 +53,8 @@ class Actor:
         return any(p in who for p in parties if p)
 
 
-def require(actor: Actor | str | None, parties: Mapping[str, str | None] | Iterable[str | None], *,
-            action: str, what: str) -> None:
+def require(actor: Actor | str | None, parties: Mapping[str, str | tuple[str, ...] | None] | Iterable[str | None],
+            *, action: str, what: str, hint: str | None = None) -> None:
     """Refuse with RBAC_DENIED naming who may act, unless `actor` is a party, `system` or master.
 
     `parties` maps a role ("creator") to the orchestrator holding it, or is a plain list of names.
@@ -63,14 +63,16 @@ def require(actor: Actor | str | None, parties: Mapping[str, str | None] | Itera
     if not isinstance(actor, Actor):
         actor = Actor(identity=actor)
     named = dict(parties) if isinstance(parties, Mapping) else {f"party {i}": p for i, p in enumerate(parties)}
-    if actor.is_party(named.values()):
+    # A role may be held by several orchestrators (the members of a pool): a tuple of names.
+    names = [n for who in named.values() for n in (who if isinstance(who, tuple) else (who,))]
+    if actor.is_party(names):
         return
-    roles = [f"its {role} ({who})" if not role.startswith("party ") else who
-             for role, who in named.items() if who and who != SYSTEM]
+    roles = [f"its {role} ({', '.join(who) if isinstance(who, tuple) else who})" if not role.startswith("party ")
+             else who for role, who in named.items() if who and who != SYSTEM and not str(who).startswith("pool:")]
     roles = list(dict.fromkeys(roles))
     allowed = ", ".join(roles + [SYSTEM]) if roles else SYSTEM
     who = actor.identity or " / ".join(actor.acts_as or ()) or "this caller"
-    raise Forbidden(f"{who} may not {action} {what}: only {allowed} may")
+    raise Forbidden(f"{who} may not {action} {what}: only {allowed} may" + (f"; {hint}" if hint else ""))
 
 
 def require_party(caller: Actor | str | None, parties: Iterable[str | None], *, action: str, role: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-from . import __version__, idempotency, sdk, toolsets
+from . import __version__, idempotency, policy, sdk, toolsets
 from .app import App
 from .db import open_database
 from .settings import Settings
@@ -51,6 +51,9 @@ def _resource_policy(uri: Any) -> None:
     if p is not None and not p.is_master and not p.profile.from_allow_list:
         raise ResourceError(f"FORBIDDEN: profile {p.profile.profile_id} has no orchestrator identity "
                             f"(empty fromAllowList): resource {uri} is refused")
+    denial = policy.personal_denial(p, str(uri))  # an inbox or task queue: its own identity only (#32)
+    if denial:
+        raise ResourceError(denial)
 
 
 def _lean_listing(tool: Any) -> Any:

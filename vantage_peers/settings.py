@@ -61,6 +61,8 @@ class Settings(BaseModel):
     oauth_token_per_minute: float = 120.0
     scheduler: bool = True
     tick_seconds: float = 15.0
+    # Liveness (#30, docs/presence.md): every server process's heartbeat (VP_HEARTBEAT_SECONDS; None = the tick).
+    heartbeat_seconds: float | None = None
     emit_ui_markers: bool = False
     # Tests only: CIMD client_id documents may be fetched over http:// from loopback (http/cimd.py).
     cimd_test_loopback: bool = False
@@ -157,6 +159,7 @@ class Settings(BaseModel):
             data["embedding_model"] = get("VP_EMBEDDING_MODEL")
         for env_name, field, kind in (
             ("VP_TICK_SECONDS", "tick_seconds", float),
+            ("VP_HEARTBEAT_SECONDS", "heartbeat_seconds", float),  # #30: docs/presence.md
             ("VP_EMBEDDING_DIMENSIONS", "embedding_dimensions", int),
             ("VP_BUSY_TIMEOUT_MS", "busy_timeout_ms", int),
             ("VP_PG_POOL_SIZE", "pg_pool_size", int),

@@ -1,8 +1,9 @@
 """`vantage-peers status`: the shared file at a glance, for a person at a terminal (or `--json`).
 
-Peers with their last seen, unread receipts per recipient, open tasks per assignee, the
-scheduler's jobs (cadence, and which process holds a job's lease right now) and the leases in
-force (task claims, path reservations, slots) with their holders and expiry.
+Peers with their last seen and whether a server process of theirs is live (its heartbeat, issue
+#30: docs/presence.md), the server processes, unread receipts per recipient, open tasks per
+assignee, the scheduler's jobs (cadence, and which process holds a job's lease right now) and the
+leases in force (task claims, path reservations, slots) with their holders and expiry.
 """
 
 from __future__ import annotations
@@ -33,10 +34,17 @@ def collect(app: Any) -> dict[str, Any]:
                        "GROUP BY assignedTo, status", OPEN_TASK_STATUSES)
         return peers, unread, rows
 
+    from .domains.profiles import processes  # #30: server processes and their heartbeats
+
     peers, unread, rows = app.db.read(read)
+    procs, running = app.db.read(lambda c: (processes.by_identity(c, now=now), processes.overview(c, now=now)))
     dead_after = app.settings.dead_after_seconds * 1000
     for p in peers:  # #21: silent for VP_DEAD_AFTER_SECONDS = stale (broadcasts do not wait on it)
         p["stale"] = p["lastSeen"] < now - dead_after
+        # #30: live = a server process of this instance heartbeats now; `processes` counts them.
+        known = procs.get((p["orchestratorId"], p["instanceId"] or ""), {})
+        p["live"], p["processes"] = known.get("processes", 0) > 0, known.get("processes", 0)
+        p["heartbeatAt"] = known.get("heartbeatAt")
     tasks: dict[str, dict[str, int]] = {}
     for r in rows:
         counts = tasks.setdefault(r["assignedTo"], {s: 0 for s in OPEN_TASK_STATUSES})
@@ -64,7 +72,8 @@ def collect(app: Any) -> dict[str, Any]:
     on_file = app.db.backend == "sqlite"  # PostgreSQL (issue #25): no file, no process holding it
     stale = [{"pid": pid, "holds": what} for pid, what in stale_holders(app.settings.db_path)] if on_file else []
     backlog = app.db.read(lambda c: indexer.pending(c, app.corpora))  # rows waiting for a vector (#20)
-    return {"database": str(app.db.path), "staleHolders": stale, "now": now, "peers": peers, "unread": unread,
+    return {"database": str(app.db.path), "staleHolders": stale, "now": now, "peers": peers, "processes": running,
+            "unread": unread,
             "openTasks": open_tasks, "jobs": jobs, "tickSeconds": app.settings.tick_seconds,
             "recurring": overview["recurring"], "leases": held, "embeddingBacklog": backlog}
 
@@ -102,9 +111,25 @@ def render(data: dict[str, Any]) -> str:
         who = p["orchestratorId"] + (f"/{p['instanceId']}" if p["instanceId"] else "")
         doing = f"  {p['summary']}" if p.get("summary") else ""
         stale = "  STALE" if p.get("stale") else ""
-        out.append(f"  {who:<32} {_ago(now, p['lastSeen']):>10}{stale}{doing[:80]}")
+        # LIVE: a server process of it heartbeats; GONE: its processes stopped or died (last heartbeat shown).
+        state = "  LIVE" if p.get("live") else (f"  GONE (heartbeat {_ago(now, p['heartbeatAt'])})"
+                                               if p.get("heartbeatAt") else "")
+        out.append(f"  {who:<32} {_ago(now, p['lastSeen']):>10}{state}{stale}{doing[:80]}")
     if not data["peers"]:
         out.append("  (none yet: a server started with VP_ORCHESTRATOR registers on its first call)")
+    procs = data.get("processes") or []
+    out += ["", f"server processes ({sum(1 for x in procs if x['live'])} live; heartbeats, gone ones kept a day):"]
+    for x in procs:
+        who = (x.get("orchestratorId") or "-") + (f"/{x['instanceId']}" if x.get("instanceId") else "")
+        if x["live"]:
+            how = f"live, heartbeat {_ago(now, x['heartbeatAt'])}"
+        elif x.get("stoppedAt"):
+            how = f"stopped {_ago(now, x['stoppedAt'])}"
+        else:
+            how = f"GONE, last heartbeat {_ago(now, x['heartbeatAt'])}"
+        out.append(f"  {who:<32} pid {x['pid']:<8} {x['host'][:20]:<20} {x['transport']:<6} {how}  {x['session']}")
+    if not procs:
+        out.append("  (none)")
     out += ["", "unread messages:"]
     for u in data["unread"]:
         who = u["recipient"] + (f"/{u['instanceId']}" if u["instanceId"] else "")

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 CORE = "core"
 # name -> what it holds (shown by list_toolsets and in the README); the order is the listing order.
 TOOLSETS: dict[str, str] = {
-    "core": "presence and profiles, messaging, tasks, memory and search: what every session uses",
+    "core": "presence and profiles, messaging and its acknowledgements, tasks, memory and search: what every "
+            "session uses",
     "missions": "missions and mission templates",
     "knowledge": "episodes, fix patterns and the component registry",
     "records": "diary, briefing notes, mandates, business units and the improvisation digest",
@@ -30,7 +31,8 @@ TOOLSETS: dict[str, str] = {
     "coordination": "leases: task claim renewal, path reservations for coding agents, named slots",
     "github": "GitHub issues, repo mappings, deployments and error monitoring",
     "admin": "OKF bundles and iframe embed sessions",
-    "extras": "tools of any domain not assigned to another toolset",
+    # #30: the rarely used messaging tools, out of core so that core fits Cursor's 40 tools.
+    "extras": "list_broadcast_status, search_messages_by_keyword, and any domain not assigned to a toolset",
 }
 DEFAULT_TOOLSET = "extras"
 

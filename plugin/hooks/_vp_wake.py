@@ -1,7 +1,8 @@
 """Shared by the wake-up hooks (standard library only): run `vantage-peers wait` for this session.
 
 Every hook here fails open (exit 0, nothing printed) when anything is off: no VP_ORCHESTRATOR,
-no `vantage-peers` command, malformed input, an error or a timeout. `VP_WAKE_HOOKS=off` (or 0,
+no server command, malformed input, an error or a timeout. The command is the plugin's own server
+command (.mcp.json: `python3 server/launch.py`), so a hook runs the very package the plugin ships. `VP_WAKE_HOOKS=off` (or 0,
 false, no) turns them off. Each session keeps a state file of what was already reported
 (`wait --state`), so a hook never reports the same message or task twice, nor wakes a session on
 something it already put in the context.
@@ -53,15 +54,37 @@ def read_event() -> dict[str, Any]:
     return event if isinstance(event, dict) else {}
 
 
+def plugin_root() -> str:
+    """The plugin's folder: CLAUDE_PLUGIN_ROOT as Claude Code sets it for hooks, else this file's parent's."""
+    return os.environ.get("CLAUDE_PLUGIN_ROOT") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def server_command() -> list[str] | None:
+    """The plugin's own server command, read from its .mcp.json (the one that starts the MCP server)."""
+    root = plugin_root()
+    try:
+        with open(os.path.join(root, ".mcp.json"), encoding="utf-8") as f:
+            server = json.load(f)["mcpServers"]["vantage-peers"]
+        argv = [server["command"], *server.get("args", [])]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not all(isinstance(a, str) for a in argv):
+        return None
+    return [a.replace("${CLAUDE_PLUGIN_ROOT}", root) for a in argv]
+
+
 def command() -> list[str] | None:
-    """VP_WAKE_COMMAND (e.g. `uvx vantage-peers`), else `vantage-peers` on PATH, else uvx."""
+    """VP_WAKE_COMMAND, else the plugin's own server command (its .mcp.json), else — hooks copied
+    outside the plugin — `vantage-peers` on PATH. Never a package name fetched at run time (`uvx`):
+    that would run whatever someone published under the name."""
     custom = os.environ.get("VP_WAKE_COMMAND")
     if custom:
         return shlex.split(custom)
+    own = server_command()
+    if own is not None:
+        return own if shutil.which(own[0]) else None
     if shutil.which("vantage-peers"):
         return ["vantage-peers"]
-    if shutil.which("uvx"):
-        return ["uvx", "vantage-peers"]
     return None
 
 

@@ -146,6 +146,9 @@ def _other_entry_points(app: Any, now: int) -> None:
         conn.execute("INSERT INTO schedulerJobs (name, schedule, nextRunAt, lastError) "
                      "VALUES ('job ü', '*/5 * * * *', ?, ?)", (now, HOSTILE))
         conn.execute("INSERT INTO leases (name, owner, expiresAt) VALUES ('scheduler ü', 'proc-ü', ?)", (now,))
+        conn.execute("INSERT INTO processes (session, orchestrator, instance, pid, host, pidSpace, transport, beatMs, "
+                     "startedAt, heartbeatAt, liveUntil, stoppedAt) VALUES ('ses-ü', 'alice', 'ü', 42, ?, NULL, "
+                     "'stdio', 15000, ?, ?, ?, ?)", (HOSTILE, now, now, now + 35_000, now + 1))  # a server's heartbeat
         recurring = conn.scalar("SELECT id FROM recurringTasks LIMIT 1")
         task = conn.scalar("SELECT id FROM tasks LIMIT 1")
         conn.execute("INSERT INTO recurringRuns (recurringTaskId, scheduledAt, taskId, firedAt) "

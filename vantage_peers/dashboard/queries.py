@@ -14,17 +14,40 @@ from ..db import Connection
 from ..db.paging import decode_cursor, encode_cursor, equals, keyset_page
 from ..domains.leases import store as leases_store
 from ..domains.messaging import store as messaging
+from ..domains.profiles import processes
 
 PAGE = 25
 ONLINE_MS = 2 * 60_000  # presence is refreshed by every tool call: seen in the last 2 min = online
 IDLE_MS = 15 * 60_000  # then idle up to 15 min, stale after
 OPEN = ("todo", "in_progress", "review", "blocked")
-PRESENCE = ("online", "idle", "stale")
+PRESENCE = ("online", "idle", "gone", "stale")
+# #30 (docs/presence.md): an instance whose server processes have rows is judged by their heartbeats —
+# gone when none is live, however recently it was seen; one without (over HTTP, older versions) by lastSeen.
+_PROC = "FROM processes p WHERE p.orchestrator = instances.orchestratorId AND p.instance = instances.instanceId"
+LIVE = f"EXISTS (SELECT 1 {_PROC} AND p.stoppedAt IS NULL AND p.liveUntil > ?)"
+KNOWN = f"EXISTS (SELECT 1 {_PROC})"
 
 
-def presence(last_seen: int | None, now: int) -> str:
+def presence(last_seen: int | None, now: int, live: bool | None = None) -> str:
+    """online/idle by lastSeen; `live` False (its processes are known and none heartbeats) is gone."""
+    if live is False:
+        return "gone"
     age = now - (last_seen or 0)
+    if live:
+        return "online" if age <= ONLINE_MS else "idle"
     return "online" if age <= ONLINE_MS else "idle" if age <= IDLE_MS else "stale"
+
+
+def _presence_filter(state: str | None, now: int) -> tuple[list[str], list[Any]]:
+    if state == "online":
+        return [f"lastSeen >= ? AND ({LIVE} OR NOT {KNOWN})"], [now - ONLINE_MS, now]
+    if state == "idle":
+        return [f"lastSeen < ? AND ({LIVE} OR (NOT {KNOWN} AND lastSeen >= ?))"], [now - ONLINE_MS, now, now - IDLE_MS]
+    if state == "gone":
+        return [f"{KNOWN} AND NOT {LIVE}"], [now]
+    if state == "stale":
+        return [f"lastSeen < ? AND NOT {KNOWN}"], [now - IDLE_MS]
+    return [], []
 
 
 def _marks(values: list[Any]) -> str:
@@ -36,15 +59,8 @@ def team(conn: Connection, *, now: int, state: str | None, who: str | None, curs
          limit: int = PAGE) -> dict[str, Any]:
     """Every instance (newest seen first) with presence, summary, open tasks and unread count."""
     where, params = equals((("orchestratorId", who),))
-    if state == "online":
-        where.append("lastSeen >= ?")
-        params.append(now - ONLINE_MS)
-    elif state == "idle":
-        where += ["lastSeen < ?", "lastSeen >= ?"]
-        params += [now - ONLINE_MS, now - IDLE_MS]
-    elif state == "stale":
-        where.append("lastSeen < ?")
-        params.append(now - IDLE_MS)
+    extra, args = _presence_filter(state, now)
+    where, params = [*where, *extra], [*params, *args]
     page = keyset_page(conn, table="instances", to_item=dict, where=where, params=params, sort_col="lastSeen",
                        limit=limit, cursor=cursor)
     names = list({r["orchestratorId"] for r in page["items"]})
@@ -59,13 +75,18 @@ def team(conn: Connection, *, now: int, state: str | None, who: str | None, curs
         for r in conn.query(f"SELECT recipient AS who, count(*) AS n FROM messageReceipts INDEXED BY receipts_unread "
                             f"WHERE recipient IN ({_marks(names)}) AND readAt IS NULL GROUP BY recipient", names):
             unread[r["who"]] = r["n"]
+    procs = processes.by_identity(conn, now=now, orchestrators=names)
     for item in page["items"]:
-        item["presence"] = presence(item["lastSeen"], now)
+        known = procs.get((item["orchestratorId"], item["instanceId"] or ""))
+        item["live"] = None if known is None else known["processes"] > 0
+        item["processes"] = 0 if known is None else known["processes"]
+        item["presence"] = presence(item["lastSeen"], now, item["live"])
         item["openTasks"] = open_tasks.get(item["orchestratorId"], 0)
         item["unread"] = unread.get(item["orchestratorId"], 0)
     page["counts"] = {
         "orchestrators": conn.scalar("SELECT count(*) FROM profiles"),
-        "online": conn.scalar("SELECT count(*) FROM instances WHERE lastSeen >= ?", (now - ONLINE_MS,)),
+        "online": conn.scalar(f"SELECT count(*) FROM instances WHERE lastSeen >= ? AND ({LIVE} OR NOT {KNOWN})",
+                              (now - ONLINE_MS, now)),
     }
     return page
 

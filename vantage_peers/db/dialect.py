@@ -6,7 +6,9 @@ here, once per distinct statement (cached), so a domain store never branches on 
 - placeholders: `?` and `?N` become psycopg's `%s` / `%(pN)s` (a literal `%` is doubled; a bare `?`
   among numbered ones is numbered as SQLite numbers it);
 - `LIKE` is case-insensitive for ASCII in SQLite: `ILIKE`; `COLLATE NOCASE` is dropped (those
-  columns are CITEXT on PostgreSQL, see pg/schema.sql);
+  columns are CITEXT on PostgreSQL, see pg/schema.sql); a `/*BYTES*/` mark after a column (a comment
+  to SQLite, whose text columns are BINARY) is `COLLATE "C"`: byte order, where the database's
+  collation may be linguistic (scopes.byte_range);
 - SQLite's planner hints (`INDEXED BY`) are dropped;
 - `INSERT OR IGNORE` becomes `INSERT … ON CONFLICT DO NOTHING`;
 - scalar `max(a, b)` / `min(a, b)` become `greatest` / `least`; `instr` becomes `strpos`;
@@ -138,6 +140,7 @@ def _code(text: str) -> str:
     """Rewrite one piece of SQL that holds no string literal."""
     text = re.sub(r"\bINSERT\s+OR\s+IGNORE\s+INTO\b", "INSERT /*IGNORE*/ INTO", text, flags=re.IGNORECASE)
     text = re.sub(r"\s+COLLATE\s+NOCASE\b", "", text, flags=re.IGNORECASE)
+    text = re.sub(r"\s*/\*BYTES\*/", ' COLLATE "C"', text)
     text = re.sub(r"\s+(?:INDEXED\s+BY\s+\w+|NOT\s+INDEXED)\b", "", text, flags=re.IGNORECASE)  # planner hints
     text = re.sub(r"\bNOT\s+LIKE\b", "NOT ILIKE", text, flags=re.IGNORECASE)
     text = re.sub(r"(?<!NOT )\bLIKE\b", "ILIKE", text, flags=re.IGNORECASE)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import decimal
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
@@ -75,7 +76,12 @@ def retryable() -> tuple[type[BaseException], ...]:
 
 
 def _schema_names() -> dict[str, str]:
-    return identifiers(schema_text())
+    """camelCase names of every table and column: the baseline schema and every later migration (a
+    column added by a migration comes back from `SELECT *` under its own spelling too)."""
+    from .migrate import pg_steps
+
+    text = "\n".join(sql for _, _, sql in pg_steps())
+    return identifiers(re.sub(r"--[^\n]*", "", text))  # comments hold prose ("Version 18"), not names
 
 
 def schema_text() -> str:

@@ -8,13 +8,21 @@ client, which starts the host on first use). Guarantees:
 
 - one host per D and model: an exclusive `fcntl.flock` on `<model>.lock`, held for the host's life;
   only its holder may unlink a stale socket and bind;
+- D is checked from `/` down and then used through its descriptor (`runtime_dir.py`): the lock here
+  (and the client's start lock, log and fallback note) are opened with `O_NOFOLLOW` relative to it,
+  and the host binds with its working directory set to it (`fchdir`), so swapping a path component
+  cannot redirect them;
 - it listens before the model loads (the model loads on the first request, off everyone's start-up);
 - one thread per connection; inference runs one batch at a time, and a query (≤ URGENT_TEXTS texts)
   takes the next turn before any waiting indexing batch: an agent's `recall` never waits behind
   more than one batch of another agent's indexing;
-- a peer of another uid is refused (`SO_PEERCRED`, Linux);
+- a peer of another uid is refused (`SO_PEERCRED`, Linux); one process holds at most
+  MAX_PEER_CONNECTIONS connections (the next gets a TOO_MANY_CONNECTIONS frame and is closed);
 - bounded input (MAX_TEXTS texts, MAX_REQUEST_BYTES bytes): a bigger request gets an error frame;
-  garbage or half a frame ends that connection only;
+  garbage or half a frame ends that connection only; a request must arrive whole within
+  FRAME_DEADLINE_S of its first byte (`VP_MODEL_HOST_FRAME_S`), however slowly its bytes trickle in,
+  and a connection idle between requests for CONNECTION_IDLE_S (`VP_MODEL_HOST_CONN_IDLE_S`) is
+  closed: a slow client cannot hold a slot for long;
 - it exits by itself after `IDLE_S` seconds without a request (`local.IDLE_UNLOAD_S`, or
   `VP_MODEL_HOST_IDLE_S`), removing its socket.
 
@@ -41,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from . import local
+from .runtime_dir import RuntimeDir, UnsafeDir, verify
 
 MAGIC = b"VPM1"
 HEADER = struct.Struct("!4sBI")
@@ -52,10 +61,16 @@ MAX_REQUEST_BYTES = MAX_TEXTS * (local.MAX_CHARS * 4 + 4) + 4
 # Each client process keeps up to 2 idle connections (shared_model.POOL_SIZE): room for ≈250 agents.
 URGENT_TEXTS = 4  # a request this small is a query: it goes before queued indexing batches
 MAX_CONNECTIONS = 512
+# One process (SO_PEERCRED pid): a server uses ≤ shared_model.CLIENT_CONNECTIONS at once plus its pool.
+# Every peer served has this user's uid (others are refused), so a per-uid cap would be this total.
+MAX_PEER_CONNECTIONS = 32
 MAX_CLIENTS_SHOWN = 256  # pids remembered for `doctor` and the tests
-FRAME_TIMEOUT_S = 30.0  # the rest of a frame whose header arrived must follow within this
+FRAME_DEADLINE_S = 30.0  # a whole request frame, from its first byte (not per read: no slow-loris)
+CONNECTION_IDLE_S = 120.0  # between requests; a client's pooled connection is then replaced
 SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 IDLE_ENV = "VP_MODEL_HOST_IDLE_S"
+FRAME_ENV = "VP_MODEL_HOST_FRAME_S"
+CONNECTION_IDLE_ENV = "VP_MODEL_HOST_CONN_IDLE_S"
 DIR_ENV = "VP_MODEL_HOST_DIR"
 
 
@@ -68,12 +83,16 @@ def supported() -> bool:
     return hasattr(socket, "AF_UNIX")
 
 
-def idle_seconds() -> float:
-    raw = os.environ.get(IDLE_ENV, "").strip()
+def _env_seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
     try:
-        return max(0.05, float(raw)) if raw else local.IDLE_UNLOAD_S
+        return max(0.05, float(raw)) if raw else default
     except ValueError:
-        return local.IDLE_UNLOAD_S
+        return default
+
+
+def idle_seconds() -> float:
+    return _env_seconds(IDLE_ENV, local.IDLE_UNLOAD_S)
 
 
 def default_dir() -> Path:
@@ -85,30 +104,57 @@ def default_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"vantage-peers-{os.getuid()}"
 
 
+KINDS = ("sock", "lock", "spawn", "log", "fallback")
+
+
+def names(model: str = local.MODEL) -> dict[str, str]:
+    """The file names in the host folder (opened relative to its descriptor)."""
+    return {kind: f"{model}.{kind}" for kind in KINDS}
+
+
 def paths(directory: Path, model: str = local.MODEL) -> dict[str, Path]:
-    return {kind: directory / f"{model}.{kind}" for kind in ("sock", "lock", "spawn", "log", "fallback")}
+    """The same files as paths: for messages, `doctor` and the tests."""
+    return {kind: directory / name for kind, name in names(model).items()}
+
+
+def open_dir(directory: Path) -> RuntimeDir:
+    """The host folder created 0700 if absent, checked from `/` down (`runtime_dir.verify`) and open;
+    UnsafeDir with the reason otherwise (another local user must not be able to plant or redirect a
+    socket, a lock or a log there)."""
+    folder = verify(directory)
+    if len(str(paths(directory)["sock"]).encode()) > SOCKET_PATH_MAX:
+        folder.close()
+        raise UnsafeDir(f"the socket path in {directory} is too long for a Unix socket; "
+                        "set VP_MODEL_HOST_DIR to a shorter folder")
+    return folder
 
 
 def check_dir(directory: Path) -> str | None:
-    """Create `directory` 0700 if absent; None when it is safe, else why not (another local user must
-    not be able to plant a socket or a lock there)."""
+    """None when `directory` is safe (created if absent), else why not."""
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = os.lstat(directory)
-    except OSError as exc:
-        return f"the model host folder {directory} cannot be created ({exc.strerror or exc})"
-    import stat
-
-    if not stat.S_ISDIR(st.st_mode):
-        return f"the model host folder {directory} is not a directory (a symlink or a file)"
-    if st.st_uid != os.getuid():
-        return f"the model host folder {directory} belongs to uid {st.st_uid}, not to this user ({os.getuid()})"
-    if st.st_mode & 0o077:
-        return (f"the model host folder {directory} is open to other users (mode {oct(st.st_mode & 0o777)}); "
-                "it must be 0700 — run `chmod 700` on it or set VP_MODEL_HOST_DIR")
-    if len(str(paths(directory)["sock"]).encode()) > SOCKET_PATH_MAX:
-        return f"the socket path in {directory} is too long for a Unix socket; set VP_MODEL_HOST_DIR to a shorter folder"
+        open_dir(directory).close()
+    except UnsafeDir as exc:
+        return str(exc)
     return None
+
+
+def connect(folder: RuntimeDir, name: str, timeout: float) -> socket.socket:
+    """A connection to the socket `name` inside the checked folder, never through a swapped path
+    (`RuntimeDir.address`; where that is the plain path, the folder is re-checked around connect)."""
+    address = folder.address(name)
+    by_path = not folder.via_proc
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.settimeout(timeout)
+        if by_path and not folder.still_here():
+            raise ConnectionRefusedError(f"{folder.path} was moved or replaced")
+        conn.connect(address)
+        if by_path and not folder.still_here():
+            raise ConnectionRefusedError(f"{folder.path} was moved or replaced")
+    except OSError:
+        conn.close()
+        raise
+    return conn
 
 
 def _peer(sock: socket.socket) -> tuple[int, int, int] | None:
@@ -138,10 +184,26 @@ class FrameError(Exception):
     """The peer sent something that is not a frame, or closed the connection inside one."""
 
 
-def recv_exact(sock: socket.socket, n: int) -> bytes:
+class FrameTimeout(FrameError):
+    """The frame did not arrive whole before its deadline."""
+
+
+def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytes:
+    """`n` bytes; with a `deadline` (time.monotonic()), all of them by then or FrameTimeout — the
+    socket's timeout is then the time left, not a per-read allowance a trickle could renew forever."""
     chunks, left = [], n
     while left:
-        chunk = sock.recv(min(left, 1 << 20))
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise FrameTimeout("the frame did not arrive in time")
+            sock.settimeout(remaining)
+        try:
+            chunk = sock.recv(min(left, 1 << 20))
+        except TimeoutError:
+            if deadline is None:
+                raise
+            raise FrameTimeout("the frame did not arrive in time") from None
         if not chunk:
             raise FrameError("the connection closed inside a frame" if left != n or n == 0 else "closed")
         chunks.append(chunk)
@@ -210,9 +272,13 @@ class Gate:
 
 
 class Host:
-    def __init__(self, directory: Path, *, idle_s: float) -> None:
-        self.paths = paths(directory)
+    def __init__(self, folder: RuntimeDir, *, idle_s: float) -> None:
+        self.folder = folder
+        self.names = names()
+        self.paths = paths(folder.path)
         self.idle_s = idle_s
+        self.frame_s = _env_seconds(FRAME_ENV, FRAME_DEADLINE_S)
+        self.connection_idle_s = _env_seconds(CONNECTION_IDLE_ENV, CONNECTION_IDLE_S)
         self.embedder = local.LocalEmbedder(idle_unload_s=None)  # the host exits instead of unloading
         self.gate = Gate()
         self.started = time.time()
@@ -222,6 +288,8 @@ class Host:
         self.batches = 0  # inference turns taken (doctor, tests)
         self.clients: set[int] = set()  # pids that sent an embed request (doctor, tests)
         self.connections = 0
+        self.per_peer: dict[int, int] = {}  # open connections per client pid
+        self.refused = 0  # connections refused by a cap (doctor, tests)
         self.state = threading.Lock()
         self.closing = False
         self.listener: socket.socket | None = None
@@ -231,31 +299,40 @@ class Host:
     def acquire(self, wait_s: float = 10.0) -> bool:
         import fcntl
 
-        self._lock_fh = open(self.paths["lock"], "a+")  # noqa: SIM115 - held for the host's life
+        self._lock_fd = self.folder.open(self.names["lock"], os.O_RDWR | os.O_CREAT)  # held for life
         deadline = time.monotonic() + wait_s
         while True:
             try:
-                fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return True
             except OSError:
                 pass
-            if _answers(self.paths["sock"]) or time.monotonic() > deadline:
+            if _answers(self.folder, self.names["sock"]) or time.monotonic() > deadline:
                 return False  # another host serves (or holds the lock without serving: give up)
             time.sleep(0.05)  # the holder is starting or exiting: wait for it
 
     def bind(self) -> None:
-        sock_path = self.paths["sock"]
+        name = self.names["sock"]
+        # bind() takes a path: with the checked folder as the working directory, a bare name is
+        # resolved from its descriptor, never through the path again.
+        os.fchdir(self.folder.fd)
+        if not self.folder.still_here():
+            raise UnsafeDir(f"the model host folder {self.folder.path} was moved or replaced while starting")
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(sock_path)  # stale: its host died without removing it (we hold the lock)
+            self.folder.unlink(name)  # stale: its host died without removing it (we hold the lock)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o177)
         try:
-            listener.bind(str(sock_path))
+            listener.bind(name)
         finally:
             os.umask(old)
         listener.listen(128)
         self.listener = listener
-        self.inode = os.stat(sock_path).st_ino  # to notice the socket removed or replaced under us
+        self.inode = self.folder.lstat(name).st_ino  # to notice the socket removed or replaced under us
+        if not self.folder.still_here():  # bound where no client looks: leave nothing behind
+            with contextlib.suppress(OSError):
+                self.folder.unlink(name)
+            raise UnsafeDir(f"the model host folder {self.folder.path} was moved or replaced while starting")
 
     def serve(self) -> None:
         assert self.listener is not None
@@ -270,29 +347,39 @@ class Host:
                 if self.closing:
                     break
                 continue
-            uid = peer_uid(conn)
-            if uid is not None and uid != os.getuid():
+            creds = _peer(conn)
+            if creds is not None and creds[1] != os.getuid():
                 conn.close()  # another user's process: never served
                 continue
+            pid = creds[0] if creds is not None and creds[0] > 0 else None
+            refusal = None
             with self.state:
                 if self.connections >= MAX_CONNECTIONS:
-                    full = True
+                    refusal = b"HOST_BUSY: too many connections to the model host; retry"
+                elif pid is not None and self.per_peer.get(pid, 0) >= MAX_PEER_CONNECTIONS:
+                    refusal = (f"TOO_MANY_CONNECTIONS: process {pid} already holds {MAX_PEER_CONNECTIONS} "
+                               "connections to the model host; close one and retry").encode()
                 else:
-                    full = False
                     self.connections += 1
-            if full:
+                    if pid is not None:
+                        self.per_peer[pid] = self.per_peer.get(pid, 0) + 1
+                if refusal:
+                    self.refused += 1
+            if refusal:
                 with contextlib.suppress(OSError):
-                    conn.sendall(frame(ERROR, b"HOST_BUSY: too many connections to the model host; retry"))
+                    conn.settimeout(1.0)  # a fresh connection's buffer is empty: this never waits
+                    conn.sendall(frame(ERROR, refusal))
                 conn.close()
                 continue
-            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+            threading.Thread(target=self._connection, args=(conn, pid), daemon=True).start()
 
     def _watch_idle(self) -> None:
         while True:
             time.sleep(min(1.0, self.idle_s / 4))
             try:
-                replaced = os.stat(self.paths["sock"]).st_ino != self.inode
-            except FileNotFoundError:
+                replaced = (os.stat(self.paths["sock"], follow_symlinks=False).st_ino != self.inode
+                            or not self.folder.still_here())
+            except OSError:
                 replaced = True
             if replaced:  # the folder was cleaned (tmp cleaner, rm -rf): no client can reach us any more
                 os._exit(0)
@@ -303,40 +390,57 @@ class Host:
         self.shutdown()
 
     def shutdown(self) -> None:
-        # Remove the socket while still holding the lock, then exit (the lock goes with the process).
+        # Remove our socket (not one that replaced it) while still holding the lock, then exit.
         with contextlib.suppress(OSError):
-            os.unlink(self.paths["sock"])
+            if self.folder.lstat(self.names["sock"]).st_ino == self.inode:
+                self.folder.unlink(self.names["sock"])
         if self.listener is not None:
             with contextlib.suppress(OSError):
                 self.listener.close()
         os._exit(0)
 
-    def _connection(self, conn: socket.socket) -> None:
-        client = peer_pid(conn)
+    def _send(self, conn: socket.socket, data: bytes) -> None:
+        conn.settimeout(self.frame_s)  # the whole answer (sendall's timeout is total since 3.5)
+        conn.sendall(data)
+
+    def _connection(self, conn: socket.socket, client: int | None) -> None:
         try:
-            conn.settimeout(max(self.idle_s, FRAME_TIMEOUT_S))
             while not self.closing:
+                conn.settimeout(self.connection_idle_s)
                 try:
-                    header = recv_exact(conn, HEADER.size)
-                except (FrameError, OSError):
-                    return  # the client left (or idled out) between requests
-                conn.settimeout(FRAME_TIMEOUT_S)
-                magic, op, size = HEADER.unpack(header)
+                    first = conn.recv(1)
+                except OSError:
+                    return  # idle too long between requests, or the client left
+                if not first:
+                    return
+                # From its first byte, the whole frame within frame_s: a trickle cannot hold a slot.
+                deadline = time.monotonic() + self.frame_s
+                magic, op, size = HEADER.unpack(first + recv_exact(conn, HEADER.size - 1, deadline))
                 if magic != MAGIC:
-                    conn.sendall(frame(ERROR, b"BAD_FRAME: not a vantage-peers model host request"))
+                    self._send(conn, frame(ERROR, b"BAD_FRAME: not a vantage-peers model host request"))
                     return
                 if size > MAX_REQUEST_BYTES:
-                    conn.sendall(frame(ERROR, f"TOO_LARGE: a request of {size} bytes, at most {MAX_REQUEST_BYTES}; "
-                                              "send fewer or shorter texts".encode()))
+                    self._send(conn, frame(ERROR, f"TOO_LARGE: a request of {size} bytes, at most "
+                                                  f"{MAX_REQUEST_BYTES}; send fewer or shorter texts".encode()))
                     return  # the payload is not read: the connection cannot continue
-                payload = recv_exact(conn, size)
-                conn.sendall(self._answer(op, payload, client))
-                conn.settimeout(max(self.idle_s, FRAME_TIMEOUT_S))
+                payload = recv_exact(conn, size, deadline)
+                self._send(conn, self._answer(op, payload, client))
+        except FrameTimeout:
+            with contextlib.suppress(OSError):
+                conn.settimeout(1.0)
+                conn.sendall(frame(ERROR, f"FRAME_TIMEOUT: a request must arrive whole within "
+                                          f"{self.frame_s:g} s of its first byte".encode()))
         except (FrameError, OSError):
             return  # half a frame, a vanished client, a timeout: this connection only
         finally:
             with self.state:
                 self.connections -= 1
+                if client is not None:
+                    left = self.per_peer.get(client, 1) - 1
+                    if left > 0:
+                        self.per_peer[client] = left
+                    else:
+                        self.per_peer.pop(client, None)
             with contextlib.suppress(OSError):
                 conn.close()
 
@@ -346,7 +450,9 @@ class Host:
                 info = {"pid": os.getpid(), "model": local.MODEL, "dimensions": local.DIMENSIONS,
                         "loaded": self.embedder.loaded, "requests": self.requests, "active": self.active,
                         "batches": self.batches, "clients": sorted(self.clients),
-                        "connections": self.connections, "idleSeconds": self.idle_s,
+                        "connections": self.connections, "refused": self.refused,
+                        "idleSeconds": self.idle_s, "frameSeconds": self.frame_s,
+                        "connectionIdleSeconds": self.connection_idle_s,
                         "uptimeSeconds": round(time.time() - self.started, 1)}
             return frame(INFO, json.dumps(info).encode())
         if op != OP_EMBED:
@@ -386,17 +492,13 @@ class Host:
         return self.embedder.embed_array(texts, turn=turn)
 
 
-def _answers(sock_path: Path) -> bool:
-    """Something accepts connections on `sock_path`."""
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(1.0)
+def _answers(folder: RuntimeDir, name: str) -> bool:
+    """Something accepts connections on the socket `name` in `folder`."""
     try:
-        probe.connect(str(sock_path))
+        connect(folder, name, 1.0).close()
         return True
     except OSError:
         return False
-    finally:
-        probe.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -410,14 +512,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.detach and os.fork() > 0:
         os._exit(0)
     directory = args.dir or default_dir()
-    problem = check_dir(directory)
-    if problem:
-        print(f"MODEL_HOST_DIR: {problem}", file=sys.stderr)
+    try:
+        host = Host(open_dir(directory), idle_s=idle_seconds())
+        if not host.acquire():
+            return 0  # another host holds the lock and serves: nothing to do
+        host.bind()
+    except UnsafeDir as exc:
+        print(f"MODEL_HOST_DIR: {exc}", file=sys.stderr)
         return 2
-    host = Host(directory, idle_s=idle_seconds())
-    if not host.acquire():
-        return 0  # another host holds the lock and serves: nothing to do
-    host.bind()
     print(f"model host {os.getpid()} listening on {host.paths['sock']} (idle exit after {host.idle_s:g} s)",
           file=sys.stderr, flush=True)
     host.serve()

@@ -7,6 +7,12 @@ MCP clients and CI wait on our pipes, never on it), and connects within SPAWN_WA
 cannot be reached or dies mid-request: one restart, then this call is embedded in-process (never an
 error to the agent); the reason is kept (`last_fallback`, and a file in the host folder that
 `vantage-peers doctor` shows) and the host is tried again after HOST_RETRY_S.
+
+The folder is checked from `/` down before each new connection (`runtime_dir.verify`) and used
+through its descriptor: the socket is reached through it (`model_host.connect`), the start lock,
+log and fallback note are opened relative to it with `O_NOFOLLOW`. At most CLIENT_CONNECTIONS
+requests of this process are at the host at once (the host caps a process at
+`model_host.MAX_PEER_CONNECTIONS`; inference is one batch at a time there anyway).
 """
 
 from __future__ import annotations
@@ -39,19 +45,36 @@ from .model_host import (
     OP_INFO,
     FrameError,
     check_dir,
+    connect,
     default_dir,
     encode_texts,
     frame,
+    names,
+    open_dir,
     paths,
     peer_uid,
     recv_exact,
 )
+from .runtime_dir import RuntimeDir, UnsafeDir
 
 SPAWN_WAIT_S = 10.0  # a cold Python start on a saturated 2-core machine; it listens before any model work
 REQUEST_TIMEOUT_S = 120.0  # the first request loads the model; a hung host must not hang us forever
 HOST_RETRY_S = 30.0  # after a fallback, in-process until then (no restart storm on a broken host)
 POOL_SIZE = 2  # idle connections kept: the scheduler's indexer and the query path
-TRANSIENT = (b"HOST_EXITING", b"HOST_BUSY")
+# Requests of this process at the host at once (a server's 40 worker threads must not all connect:
+# the host refuses a process's 33rd connection). Inference is one batch at a time there anyway.
+CLIENT_CONNECTIONS = 16
+TRANSIENT = (b"HOST_EXITING", b"HOST_BUSY", b"TOO_MANY_CONNECTIONS")
+_in_flight = threading.BoundedSemaphore(CLIENT_CONNECTIONS)
+
+
+def _reset_after_fork() -> None:
+    global _in_flight
+    _in_flight = threading.BoundedSemaphore(CLIENT_CONNECTIONS)  # another thread may hold the parent's
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 class _Gone(Exception):
@@ -69,7 +92,8 @@ class SharedEmbedder:
 
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory or default_dir()
-        self.paths = paths(self.directory)
+        self.paths = paths(self.directory)  # for messages; the files are opened through the folder's fd
+        self.names = names()
         self._pool: list[socket.socket] = []
         self._lock = threading.Lock()  # the pool and the retry clock
         self._spawn_lock = threading.Lock()
@@ -145,11 +169,10 @@ class SharedEmbedder:
 
     def info(self) -> dict[str, Any] | None:
         """The running host's state ({pid, loaded, requests, clients, …}) or None; never starts one."""
-        if check_dir(self.directory):
-            return None
         try:
-            conn = self._connect()
-        except (OSError, _Unavailable):
+            with open_dir(self.directory) as folder:
+                conn = self._connect(folder)
+        except (OSError, UnsafeDir, _Unavailable):
             return None
         try:
             conn.settimeout(5.0)
@@ -164,6 +187,10 @@ class SharedEmbedder:
             conn.close()
 
     def _request(self, texts: list[str]) -> bytes:
+        with _in_flight:
+            return self._request_now(texts)
+
+    def _request_now(self, texts: list[str]) -> bytes:
         with self._lock:
             conn = self._pool.pop() if self._pool else None
         payload = frame(OP_EMBED, encode_texts(texts))
@@ -172,36 +199,32 @@ class SharedEmbedder:
                 return self._exchange(conn, payload, len(texts))
             except _Gone:
                 pass  # a kept connection to a host that idled out or was killed: a fresh one below
-        problem = check_dir(self.directory)
-        if problem:
-            raise _Unavailable(problem)
-        restarted = False
-        while True:
-            try:
-                conn = self._connect()
-            except OSError as exc:
-                if restarted:
-                    raise _Unavailable(f"the model host does not answer on {self.paths['sock']} after a restart "
-                                       f"({exc.strerror or exc}); see {self.paths['log']}") from None
-                self._spawn()
-                restarted = True
-                continue
-            try:
-                return self._exchange(conn, payload, len(texts))
-            except _Gone as exc:
-                if restarted:
-                    raise _Unavailable(f"the model host failed during a request after a restart ({exc})") from None
-                self._spawn()
-                restarted = True
-
-    def _connect(self) -> socket.socket:
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            conn.settimeout(5.0)
-            conn.connect(str(self.paths["sock"]))
-        except OSError:
-            conn.close()
-            raise
+            folder = open_dir(self.directory)
+        except UnsafeDir as exc:
+            raise _Unavailable(str(exc)) from None
+        with folder:
+            restarted = False
+            while True:
+                try:
+                    conn = self._connect(folder)
+                except OSError as exc:
+                    if restarted:
+                        raise _Unavailable(f"the model host does not answer on {self.paths['sock']} after a "
+                                           f"restart ({exc.strerror or exc}); see {self.paths['log']}") from None
+                    self._spawn(folder)
+                    restarted = True
+                    continue
+                try:
+                    return self._exchange(conn, payload, len(texts))
+                except _Gone as exc:
+                    if restarted:
+                        raise _Unavailable(f"the model host failed during a request after a restart ({exc})") from None
+                    self._spawn(folder)
+                    restarted = True
+
+    def _connect(self, folder: RuntimeDir) -> socket.socket:
+        conn = connect(folder, self.names["sock"], 5.0)
         uid = peer_uid(conn)
         if uid is not None and uid != os.getuid():
             conn.close()
@@ -238,59 +261,67 @@ class SharedEmbedder:
                 return
         conn.close()
 
-    def _spawn(self) -> None:
+    def _spawn(self, folder: RuntimeDir) -> None:
         try:
-            self._spawn_and_wait()
+            self._spawn_and_wait(folder)
+        except UnsafeDir as exc:  # a start lock or log that is not a plain file of ours
+            raise _Unavailable(str(exc)) from None
         except OSError as exc:  # the folder vanished, no fork possible, no Python at sys.executable…
             raise _Unavailable(f"the model host could not be started ({exc.strerror or exc})") from None
 
-    def _spawn_and_wait(self) -> None:
+    def _spawn_and_wait(self, folder: RuntimeDir) -> None:
         """Start a host (unless another process just did) and wait until it accepts connections.
         One spawner at a time per folder: the others find the host it started."""
         import fcntl
 
         deadline = time.monotonic() + SPAWN_WAIT_S
-        with self._spawn_lock, open(self.paths["spawn"], "a+") as guard:
-            while True:
-                try:
-                    fcntl.flock(guard.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise _Unavailable("another process kept the model host's start lock for too long") from None
+        with self._spawn_lock:
+            guard = folder.open(self.names["spawn"], os.O_RDWR | os.O_CREAT)
+            try:
+                while True:
+                    try:
+                        fcntl.flock(guard, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except OSError:
+                        if time.monotonic() > deadline:
+                            raise _Unavailable("another process kept the model host's start lock for too long") from None
+                        time.sleep(0.02)
+                if self._answers(folder):
+                    return  # started by another process while we waited for the lock
+                self._launch(folder)
+                while time.monotonic() < deadline:
+                    if self._answers(folder):
+                        return
                     time.sleep(0.02)
-            if self._answers():
-                return  # started by another process while we waited for the lock
-            self._launch()
-            while time.monotonic() < deadline:
-                if self._answers():
-                    return
-                time.sleep(0.02)
-            raise _Unavailable(f"the model host did not start within {SPAWN_WAIT_S:g} s; see {self.paths['log']}")
+                raise _Unavailable(f"the model host did not start within {SPAWN_WAIT_S:g} s; see {self.paths['log']}")
+            finally:
+                os.close(guard)
 
-    def _launch(self) -> None:
-        log = self.paths["log"]
+    def _launch(self, folder: RuntimeDir) -> None:
+        log = self.names["log"]
         with contextlib.suppress(OSError):
-            if log.stat().st_size > 1 << 20:
-                log.unlink()  # keep the log small: it is only for the latest failures
+            if folder.lstat(log).st_size > 1 << 20:
+                folder.unlink(log)  # keep the log small: it is only for the latest failures
         package_root = str(Path(__file__).resolve().parents[2])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
-        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = folder.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         try:
             # --detach: the host forks and this child exits at once, so the host is nobody's child
-            # (no zombie in the agent's server when it exits) and holds none of our pipes.
+            # (no zombie in the agent's server when it exits) and holds none of our pipes. It
+            # checks the folder again itself and makes it its working directory (cwd / until then).
             child = subprocess.Popen(
-                [sys.executable, "-m", "vantage_peers.search.model_host", "--dir", str(self.directory), "--detach"],
+                [sys.executable, "-m", "vantage_peers.search.model_host",
+                 "--dir", os.path.abspath(self.directory), "--detach"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fd, close_fds=True,
-                start_new_session=True, cwd=str(self.directory), env=env)
+                start_new_session=True, cwd="/", env=env)
         finally:
             os.close(fd)
         self.spawned += 1
         threading.Thread(target=child.wait, daemon=True).start()  # reap the short-lived parent
 
-    def _answers(self) -> bool:
+    def _answers(self, folder: RuntimeDir) -> bool:
         try:
-            self._connect().close()
+            self._connect(folder).close()
             return True
         except (OSError, _Unavailable):
             return False
@@ -303,9 +334,34 @@ class SharedEmbedder:
             pooled, self._pool = self._pool, []
         for conn in pooled:
             conn.close()
-        if check_dir(self.directory) is None:  # for `vantage-peers doctor`, run from another process
-            with contextlib.suppress(OSError):
-                self.paths["fallback"].write_text(json.dumps({"at": time.time(), "pid": os.getpid(), "reason": reason}))
+        note = json.dumps({"at": time.time(), "pid": os.getpid(), "reason": reason}).encode()
+        # For `vantage-peers doctor`, run from another process.
+        with contextlib.suppress(OSError, UnsafeDir), open_dir(self.directory) as folder:
+            _write_note(folder, self.names["fallback"], note)
+
+
+def _write_note(folder: RuntimeDir, name: str, data: bytes) -> None:
+    """Replace `name` in the folder: a new file (O_EXCL, never an existing one) renamed over it."""
+    temp = f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+    fd = folder.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    try:
+        folder.replace(temp, name)
+    except OSError:
+        with contextlib.suppress(OSError):
+            folder.unlink(temp)
+        raise
+
+
+def _read_note(folder: RuntimeDir, name: str) -> bytes:
+    fd = folder.open(name, os.O_RDONLY)
+    try:
+        return os.read(fd, 1 << 16)
+    finally:
+        os.close(fd)
 
 
 _instances: dict[Path, SharedEmbedder] = {}
@@ -335,18 +391,24 @@ def doctor_lines(settings: Any) -> list[tuple[str, str, str]]:
     if not supported():
         return [("ok", "model host", "in-process (no Unix sockets or fcntl on this platform)")]
     client = SharedEmbedder(default_dir())
-    problem = check_dir(client.directory)
-    if problem:
-        return [("WARN", "model host", f"in-process: {problem}")]
+    try:
+        folder = open_dir(client.directory)
+    except UnsafeDir as exc:
+        return [("WARN", "model host", f"in-process: {exc}")]
+    with folder:
+        try:
+            note: bytes | None = _read_note(folder, client.names["fallback"])
+        except (OSError, UnsafeDir):
+            note = None
     info = client.info()
     state = (f"running, pid {info['pid']} ({'model loaded' if info['loaded'] else 'model not loaded yet'}, "
              f"{info['requests']} request(s) from {len(info['clients'])} process(es))") if info else "not running (starts on first use)"
     out = [("ok", "model host", f"shared; socket {client.paths['sock']}; {state}")]
     try:
-        last = json.loads(client.paths["fallback"].read_text())
+        last = json.loads(note or b"")
         if time.time() - float(last["at"]) < FALLBACK_SHOWN_S:
             when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(last["at"])))
             out.append(("WARN", "model host fallback", f"{when}, process {last['pid']} embedded in-process: {last['reason']}"))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         pass
     return out

@@ -21,7 +21,7 @@ from mcp.server.mcpserver.resources.templates import ResourceSecurity
 
 from ..db import Connection
 from ..errors import InvalidArgument, NotFound, VantageError
-from ..policy import read_prefixes
+from ..policy import read_prefixes, readers_of
 from ..sdk import add_resource_template, current_principal
 from .i18n import LANGS
 from .render import RENDERERS
@@ -105,13 +105,14 @@ def fetch(conn: Connection, primitive: str, params: dict[str, Any], limit: int) 
     )
 
     p = {name: _text(params, name) for name in params}
+    readers = readers_of(current_principal())  # the tools' read visibility (docs/policy.md)
     if primitive == "tasks-table":
         keep = resolve_status_filter(p.get("status"), statuses=TASK_STATUSES, aliases=TASK_ALIASES)
         return tasks.list_tasks(conn, limit=limit, cursor=None, fields="full", assigned_to=p.get("assignedTo"),
-                                statuses=keep)["items"]
+                                statuses=keep, readers=readers)["items"]
     if primitive == "messages-feed":
         return messaging.list_messages(conn, sender=p.get("from"), channel=p.get("channel"), session_day=None,
-                                       limit=limit, cursor=None, fields="full")["items"]
+                                       limit=limit, cursor=None, fields="full", readers=readers)["items"]
     if primitive == "diary-entry":
         date, who = p.get("date"), p.get("orchestrator")
         if date is not None and not _DATE.match(date):

@@ -1,7 +1,7 @@
 """`vantage-peers guard install|uninstall|check`: the git pre-commit guard for path reservations.
 
-Dispatched by cli.main before the database path is checked: `guard check` must pass (with a
-warning) when the database cannot be reached, never fail the commit because of it.
+Dispatched by cli.main before the database path is checked: `guard check` decides itself what an
+unreachable database means (guard.py: PostgreSQL refuses, a missing SQLite file warns and passes).
 """
 
 from __future__ import annotations
@@ -17,8 +17,12 @@ def add_parser(sub: Any) -> None:
         description="Install, remove or run the git pre-commit hook that refuses a commit touching a path "
                     "reserved exclusively by another orchestrator (docs/leases.md).",
         epilog="examples:\n  vantage-peers guard install --repo .\n  vantage-peers guard check --staged\n"
-               "  VP_GUARD=warn git commit -m wip    # report, do not refuse\n\n"
-               "settings read: VP_DB_PATH, VP_ORCHESTRATOR (or git config vantage-peers.orchestrator), VP_GUARD",
+               "  VP_GUARD=warn git commit -m wip    # report, do not refuse\n"
+               "  git commit --no-verify -m wip      # the escape hatch: skip every hook\n\n"
+               "settings read: VP_DATABASE_URL, VP_DB_PATH, VP_JOURNAL_MODE, VP_ORCHESTRATOR (or git config\n"
+               "  vantage-peers.orchestrator), VP_GUARD; what the shell does not set comes from the workspace\n"
+               "  identity file the server writes ($(git rev-parse --git-dir)/vantage-peers/identity-<pid>.json).\n"
+               "An unreachable PostgreSQL refuses the commit; a missing SQLite file warns (docs/leases.md).",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = guard.add_subparsers(dest="guard_command", required=True)
     for verb, text in (("install", "add the pre-commit hook (an existing hook is kept and still runs first)"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import itertools
 import posixpath
+import unicodedata
 
 import pathspec
 
@@ -24,39 +25,106 @@ MAX_PATTERN_CHARS = 1_000
 _STARS = ("star", "any")
 
 
-def clean(pattern: object, field: str = "paths") -> str:
-    """One pattern, normalised (`./a` -> `a`), or INVALID_ARGUMENT saying what is wrong with it."""
+def _resolve(text: str, *, escape: str | None) -> tuple[list[str], bool]:
+    """The segments of a `/`-separated path with `.`, empty segments (`//`) and `..` resolved, and
+    whether it names a directory (a trailing `/`, `/.` or `/..`). `..` above the root raises
+    INVALID_ARGUMENT naming `escape` (the field), or is dropped when `escape` is None (the guard's
+    files, which git never gives with `..`)."""
+    out: list[str] = []
+    for seg in text.split("/"):
+        if seg in ("", "."):
+            continue
+        if seg == "..":
+            if escape is not None and not out:
+                raise InvalidArgument(f"{escape}: {text[:60]!r} leaves the repository ('..' above its root); "
+                                      "give a pattern inside the repository, relative to its root")
+            if escape is not None and "**" in out[-1]:
+                raise InvalidArgument(f"{escape}: {text[:60]!r} has '..' after '**', which names no one directory; "
+                                      "write the directory you mean")
+            if out:
+                out.pop()
+            continue
+        out.append(seg)
+    last = text.rsplit("/", 1)[-1]
+    return out, text.endswith("/") or (last in (".", "..") and bool(out))
+
+
+def _base(text: str, fold_case: bool) -> str:
+    # Backslashes are path separators (an agent on Windows writes src\app.py), not gitignore's escape:
+    # `src\app.py` read as an escape is `srcapp.py`, a reservation protecting nothing. A literal `*`,
+    # `?` or `[` is written as a class (`[*]`). NFC: macOS writes decomposed names that name the same file.
+    text = unicodedata.normalize("NFC", text.strip()).replace("\\", "/")
+    return text.lower() if fold_case else text
+
+
+def normalise(pattern: object, *, fold_case: bool = False, field: str = "paths") -> str:
+    """THE normalisation of a path pattern (reserve, check, release, task files): one canonical
+    spelling per meaning, or INVALID_ARGUMENT saying what is wrong with it.
+
+    `\\` -> `/`; `./` anywhere, `//` and `..` segments resolved inside the repository (`..` above
+    its root is refused); a trailing `/` kept (gitignore: a directory and its contents); the
+    gitignore anchoring kept (a slash at the start or in the middle anchors at the repo root, so
+    `./*.py` is `/*.py`, and `/src/app.py` is `src/app.py`); `''`, `.` and `/` are `**`; lower case
+    when `fold_case` (a repository on a case-insensitive file system, `repo.case_insensitive`).
+    """
     if not isinstance(pattern, str) or not pattern.strip():
         raise InvalidArgument(f"{field} holds an empty or non-string pattern; give repo-relative globs like 'src/api/**'")
-    p = pattern.strip()
-    if len(p) > MAX_PATTERN_CHARS:
+    raw = pattern.strip()
+    if len(raw) > MAX_PATTERN_CHARS:
         raise InvalidArgument(f"{field}: a pattern is longer than {MAX_PATTERN_CHARS} characters")
-    if "\x00" in p or any(ord(ch) < 32 for ch in p):
+    if any(ord(ch) < 32 for ch in raw):
         raise InvalidArgument(f"{field}: a pattern holds a control character")
+    p = _base(raw, fold_case)
     if p.startswith("!") or p.startswith("#"):
         raise InvalidArgument(f"{field}: {p[:60]!r} is a negation or a comment; reserve the paths you want, "
                               "not exceptions")
-    while p.startswith("./"):
-        p = p[2:]
-    if p in ("", ".", "/"):
-        p = "**"
-    if ".." in p.split("/"):
-        raise InvalidArgument(f"{field}: {p[:60]!r} leaves the repository ('..'); give a repo-relative pattern")
+    anchored = p.startswith("/") or "/" in p.rstrip("/")
+    segments, directory = _resolve(p, escape=field)
+    if not segments:
+        return "**"
+    body = "/".join(segments) + ("/" if directory else "")
+    if body.startswith("!") or body.startswith("#"):
+        raise InvalidArgument(f"{field}: {raw[:60]!r} names {body[:60]!r}, which gitignore reads as a negation or a "
+                              "comment; write the leading character as a class ([!] or [#])")
+    if anchored and "/" not in body.rstrip("/") and _is_glob(body) and body != "**":
+        body = "/" + body  # `./*.py`: the root's .py files, not every .py file
     try:
-        pathspec.GitIgnoreSpec.from_lines([p])
+        pathspec.GitIgnoreSpec.from_lines([body])
     except Exception as exc:  # noqa: BLE001 - pathspec raises several types for a malformed pattern
-        raise InvalidArgument(f"{field}: {p[:60]!r} is not a valid gitignore pattern ({exc})") from None
-    return p
+        raise InvalidArgument(f"{field}: {body[:60]!r} is not a valid gitignore pattern ({exc})") from None
+    return body
 
 
-def clean_all(patterns: object, field: str = "paths") -> list[str]:
+def normalise_all(patterns: object, *, fold_case: bool = False, field: str = "paths") -> list[str]:
+    """A list argument of patterns, each `normalise`d, duplicates (after normalisation) dropped."""
     if isinstance(patterns, str):
         patterns = [patterns]
     if not isinstance(patterns, list) or not patterns:
         raise InvalidArgument(f"{field} must be a non-empty array of glob patterns, e.g. [\"src/api/**\"]")
     if len(patterns) > MAX_PATTERNS:
         raise InvalidArgument(f"{field} holds more than {MAX_PATTERNS} patterns; reserve a directory instead")
-    return list(dict.fromkeys(clean(p, field) for p in patterns))
+    return list(dict.fromkeys(normalise(p, fold_case=fold_case, field=field) for p in patterns))
+
+
+def normalise_file(path: str, *, fold_case: bool = False) -> str:
+    """A repo-relative file as the git guard gets it, in the spelling `normalise` gives patterns
+    (`\\`, `./`, `//`, `..`, NFC, case). Never raises: a name git reports is checked, not refused."""
+    segments, _ = _resolve(_base(path, fold_case), escape=None)
+    return "/".join(segments)
+
+
+@functools.lru_cache(maxsize=4096)
+def held(key: str, fold_case: bool = False) -> str:
+    """A stored pattern as it is compared: normalised again (rows granted before normalisation
+    covered `src/./a.py`, or before case folding), else as it is."""
+    try:
+        return normalise(key, fold_case=fold_case)
+    except InvalidArgument:
+        return key.lower() if fold_case else key
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(ch in pattern for ch in "*?[")
 
 
 def meaning(pattern: str) -> str:

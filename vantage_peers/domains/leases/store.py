@@ -10,12 +10,19 @@ A lease whose `expiresAt` has passed is not active, whether or not a sweep has m
 (lazy on read); the sweep (`sweep.expire_due`, a scheduler job and the first step of every grant)
 marks it `expired` once and runs the kind's consequences (a task goes back to todo).
 
+A lease also records `holderSession`: the session id of the server process whose own identity was
+granted it (or last renewed it by hand), bound for the duration of a call by `bind_session` (the
+profiles domain does, for calls of a stdio process); NULL otherwise. Presence renews only the leases
+of the refreshing process's session (and session-less ones): a restarted process does not silently
+keep its dead predecessor's leases alive (docs/presence.md).
+
 No MCP or HTTP here: this module is called by stores (tasks, profiles' presence refresh) and tools.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from ...db import Connection, Row
@@ -27,6 +34,17 @@ KINDS = ("task", "path", "slot")
 MIN_TTL_SECONDS = 1
 MAX_TTL_SECONDS = 7 * 24 * 3600  # a week: a longer lease is a lock nobody remembers
 LOST_REASONS = ("expired", "forced", "superseded")
+# The session of the server process the current call runs in, when it acts as that process's identity.
+_SESSION: ContextVar[str | None] = ContextVar("vp_holder_session", default=None)
+
+
+def bind_session(session: str | None) -> None:
+    """Grants and hand renewals in the current context (one tool call) record `session` as the holder's."""
+    _SESSION.set(session)
+
+
+def holder_session() -> str | None:
+    return _SESSION.get()
 
 
 class LeaseLost(VantageError):
@@ -84,10 +102,10 @@ def grant(conn: Connection, *, kind: str, scope: str, key: str, holder: str, ins
     token = next_fence(conn, kind, scope, key if fence_key is None else fence_key)
     row = conn.one(
         "INSERT INTO agentLeases (id, kind, scope, key, holder, holderInstance, exclusive, capacity, ttlMs, "
-        "fencingToken, reason, grantedAt, renewedAt, expiresAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "RETURNING *",
+        "fencingToken, reason, grantedAt, renewedAt, expiresAt, holderSession) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
         (new_id("lse"), kind, scope, key, holder, instance or "", 1 if exclusive else 0, capacity, ttl, token,
-         reason, now, now, now + ttl))
+         reason, now, now, now + ttl, holder_session()))
     assert row is not None
     return row
 
@@ -132,20 +150,30 @@ def release(conn: Connection, *, ids: Sequence[str], now: int, reason: str, by: 
 
 
 def renew(conn: Connection, *, ids: Sequence[str], holder: str, now: int) -> list[Row]:
-    """Extend the holder's leases in force among `ids` by their TTL; a lapsed lease is not revived."""
+    """Extend the holder's leases in force among `ids` by their TTL; a lapsed lease is not revived.
+
+    A renewal by hand from a server process adopts the lease: it becomes that process's session's
+    (how a restarted process resumes what its predecessor held)."""
     if not ids:
         return []
     marks = ",".join("?" * len(ids))
     return conn.query(
-        f"UPDATE agentLeases SET renewedAt = ?, expiresAt = ? + ttlMs WHERE id IN ({marks}) AND holder = ? "
-        "AND releasedAt IS NULL AND expiresAt > ? RETURNING *", [now, now, *ids, holder, now])
+        "UPDATE agentLeases SET renewedAt = ?, expiresAt = ? + ttlMs, holderSession = coalesce(?, holderSession) "
+        f"WHERE id IN ({marks}) AND holder = ? AND releasedAt IS NULL AND expiresAt > ? RETURNING *",
+        [now, now, holder_session(), *ids, holder, now])
 
 
-def renew_for_holder(conn: Connection, *, holder: str, instance: str | None, now: int) -> int:
-    """Presence: every lease in force of this orchestrator instance lives another TTL from now."""
+def renew_for_holder(conn: Connection, *, holder: str, instance: str | None, now: int,
+                     session: str | None = None) -> int:
+    """Presence: every lease in force of this orchestrator instance lives another TTL from now.
+
+    With `session` (the refreshing server process's), only that session's leases and session-less
+    ones: the leases of another process of the same identity live or lapse with that process."""
+    mine = " AND (holderSession IS NULL OR holderSession = ?4)" if session is not None else ""
     return conn.execute(
         "UPDATE agentLeases SET renewedAt = ?1, expiresAt = ?1 + ttlMs WHERE holder = ?2 AND holderInstance = ?3 "
-        "AND releasedAt IS NULL AND expiresAt > ?1", (now, holder, instance or ""))
+        f"AND releasedAt IS NULL AND expiresAt > ?1{mine}",
+        (now, holder, instance or "", *([session] if session is not None else [])))
 
 
 def by_ids(conn: Connection, ids: Iterable[str]) -> list[Row]:

@@ -12,9 +12,8 @@ from ...ids import now_ms
 from ...scheduler import tick_now
 from ...validators import check_name
 from ..tasks import claims
-from . import globs, slots, sweep
 from . import paths as path_store
-from . import repo as repos
+from . import slots, sweep
 from . import store as leases
 
 JOB = "lease-expiry"
@@ -27,11 +26,6 @@ def register(app: App) -> None:
     app.add_job(JOB, lambda: db.write(lambda c: len(sweep.expire_due(c, now=tick_now()))))
     app.allow_concurrent(JOB)  # each expiry is one compare-and-set UPDATE: any process may sweep
 
-    def patterns(value: Any, root: str, field: str = "paths") -> list[str]:
-        if isinstance(value, list):
-            value = [repos.relative(p, root) if isinstance(p, str) else p for p in value]
-        return globs.clean_all(value, field)
-
     # Only the claim's holder renews it (anyone else: LEASE_LOST, decided by the store's compare-and-set).
     @app.tool("idempotent", identity="callerOrchestrator")
     def renew_task_claim(taskId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
@@ -39,29 +33,32 @@ def register(app: App) -> None:
         caller, now = callerOrchestrator, now_ms()
         return db.write(lambda c: claims.renew_claim(c, task_id=taskId, caller=caller, now=now))
 
+    # Never inside a transaction: with waitSeconds it waits between attempts (one transaction each).
     @app.tool("write", identity="callerOrchestrator", instance="callerInstance")
     def reserve_paths(paths: list[str], exclusive: bool = True,
                       ttlSeconds: float = DEFAULT_PATH_TTL_SECONDS, reason: str | None = None,
-                      repo: str | None = None, partial: bool = False, callerOrchestrator: str | None = None,
-                      callerInstance: str | None = None) -> dict[str, Any]:
-        """Reserve files by gitignore-style globs before editing; returns `{granted, conflicts}`.
+                      repo: str | None = None, partial: bool = False, waitSeconds: float = 0,
+                      callerOrchestrator: str | None = None, callerInstance: str | None = None) -> dict[str, Any]:
+        """Reserve files by gitignore-style globs before editing; returns `{granted, complete: true}` or PATH_CONFLICT.
 
-        All or nothing unless `partial`; exclusive (default) excludes others' overlaps; the git guard refuses commits on paths others hold.
+        All or nothing: a conflict is a PATH_CONFLICT naming the holders; `waitSeconds` (≤ 600) waits for them; `partial: true` takes what is free (`complete: false`). The git guard refuses commits on paths others hold.
         """
-        caller, instance, now = callerOrchestrator, callerInstance, now_ms()
-        root = repos.resolve(path_store.clean_repo(repo))
-        wanted = patterns(paths, root)
+        caller, instance = callerOrchestrator, callerInstance
+        root = path_store.scope_of(repo)
+        wanted = path_store.clean_patterns(paths, root)
         ttl, why = leases.ttl_ms(ttlSeconds), path_store.clean_reason(reason)
-        return db.write(lambda c: path_store.reserve(c, paths=wanted, repo=root, holder=caller, instance=instance,
-                                                exclusive=exclusive, ttl=ttl, reason=why, partial=partial, now=now))
+        wait = path_store.clean_wait(waitSeconds)
+        return path_store.reserve_waiting(db, paths=wanted, repo=root, holder=caller, instance=instance,
+                                          exclusive=exclusive, ttl=ttl, reason=why, partial=partial,
+                                          wait_seconds=wait)
 
     @app.tool("read", identity="callerOrchestrator", identity_required=False)
     def check_path_conflicts(paths: list[str], repo: str | None = None,
                              callerOrchestrator: str | None = None) -> dict[str, Any]:
         """What an exclusive reservation of `paths` would meet; returns `{conflicts, free}`, reserves nothing."""
         caller = callerOrchestrator
-        root = repos.resolve(path_store.clean_repo(repo))
-        wanted, now = patterns(paths, root), now_ms()
+        root = path_store.scope_of(repo)
+        wanted, now = path_store.clean_patterns(paths, root), now_ms()
         sweep.before_read(db, now)
         return db.read(lambda c: path_store.check(c, paths=wanted, repo=root, holder=caller, now=now))
 
@@ -69,7 +66,7 @@ def register(app: App) -> None:
     def list_path_reservations(repo: str | None = None, holder: str | None = None, limit: int | None = None,
                                cursor: str | None = None, fields: Fields = "full") -> dict[str, Any]:
         """List path reservations in force, newest first, of every repo unless `repo`."""
-        root = repos.resolve(path_store.clean_repo(repo)) if repo else None
+        root = path_store.scope_of(repo) if repo else None
         who = check_name(holder, "holder") if holder else None
         now = now_ms()
         sweep.before_read(db, now)
@@ -90,14 +87,14 @@ def register(app: App) -> None:
         caller, now = callerOrchestrator, now_ms()
         if not ids and not paths:
             raise InvalidArgument("give ids (from reserve_paths) or paths (the patterns you reserved)")
-        root = repos.resolve(path_store.clean_repo(repo))
-        wanted = patterns(paths, root) if paths else None
+        root = path_store.scope_of(repo)
+        wanted = path_store.clean_patterns(paths, root) if paths else None
         id_list = _ids(ids) if ids else None
         return db.write(lambda c: path_store.release(c, ids=id_list, paths=wanted, repo=root, holder=caller, now=now))
 
     @app.tool("destructive", identity="callerOrchestrator")
     def force_release_path_reservation(id: str, reason: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
-        """End another agent's path reservation (master, `system` or repo owner); the holder gets `reason`; returns `{released}`."""
+        """End another agent's path reservation (master bearer or `system` only); the holder gets `reason`; returns `{released}`."""
         caller, now = callerOrchestrator, now_ms()
         why = path_store.clean_reason(reason)
         if not why:

@@ -13,7 +13,7 @@ from ...db import Connection, Row, dumps
 from ...db.paging import keyset_page, to_doc
 from ...errors import InvalidArgument, NotFound
 from ...ids import new_id, now_ms
-from ...scopes import sql_filter
+from ...scopes import byte_range, sql_filter
 from ...search.vectors import Scope
 from .models import EPISODE_FIELDS
 
@@ -65,7 +65,7 @@ def scope_sql(scope: Scope | None, column: str = "namespace") -> tuple[list[str]
         where, params = [f"{column} = ?"], [scope.value]
     else:
         low, high = scope.bounds()
-        where, params = [f"{column} >= ? AND {column} < ?"], [low, high]
+        where, params = [byte_range(column)], [low, high]
     if scope is not None and scope.visible is not None:  # a scoped token sees only its read prefixes
         clause, args = sql_filter(scope.visible, column)
         where, params = [*where, clause], [*params, *args]

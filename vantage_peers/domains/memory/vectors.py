@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...db import Connection
+from ...scopes import byte_range
 from ...search import ann
 from ...search import vectors as _vec
 from ...search.vectors import (  # noqa: F401 - re-exported for memory callers
@@ -107,7 +108,7 @@ def knn(
         params.append(scope.value)
     elif scope is not None and scope.kind == "prefix":
         low, high = scope.bounds()
-        clauses.append("namespace >= ? AND namespace < ?")
+        clauses.append(byte_range("namespace"))  # byte order on pgvector's table too
         params.extend([low, high])
     if not include_superseded:
         clauses.append("isLatest = 1")

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...db import Connection
+from ...db import Connection, dumps
 from ...errors import Forbidden, InvalidArgument, NotFound
 from ...ids import new_id
+from ...rbac import SYSTEM
 from . import store
 
-SYSTEM = "system"
 MAX_BACKOFF_MS = 24 * 3600 * 1000  # one wait never grows past a day
 MAX_ACK_IDS = 500
 DEAD_LETTER_BATCH = 200
@@ -187,9 +187,12 @@ def _notify_sender(conn: Connection, row: dict[str, Any], *, now: int) -> None:
     text = (f"DEAD_LETTER: message {row['messageId']} on channel {msg['channel']} was not acknowledged by {who} "
             f"after {row['deliveryAttempt']} delivery attempts; {who} was {presence}. "
             f"Receipt {row['id']}. See get_message_delivery.")
+    data = {"event": "dead_letter", "messageId": row["messageId"], "receiptId": row["id"], "channel": msg["channel"],
+            "recipient": row["recipient"], "recipientInstanceId": row["recipientInstanceId"],
+            "deliveryAttempts": row["deliveryAttempt"], "lastSeen": seen}
     conn.execute(
-        "INSERT INTO messages (id, sender, channel, content, createdAt) VALUES (?, ?, ?, ?, ?)",
-        (notice_id := new_id("msg"), SYSTEM, msg["sender"], text, now),
+        "INSERT INTO messages (id, sender, channel, content, createdAt, data) VALUES (?, ?, ?, ?, ?, ?)",
+        (notice_id := new_id("msg"), SYSTEM, msg["sender"], text, now, dumps(data)),
     )
     conn.execute(
         "INSERT INTO messageReceipts (id, messageId, recipient, createdAt) VALUES (?, ?, ?, ?)",

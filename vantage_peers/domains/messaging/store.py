@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...db import Connection, Row
+from ...db import Connection, Row, dumps, loads
 from ...db.paging import equals, keyset_page, to_doc
 from ...envelope import ENVELOPE_TARGET_BYTES
 from ...ids import new_id, now_ms
@@ -18,8 +18,25 @@ CHECK_DEFAULT_LIMIT = 100
 CHECK_MAX_LIMIT = 500
 
 
+def visible(readers: tuple[str, ...] | None, table: str = "messages") -> tuple[list[str], list[Any]]:
+    """Read visibility of messages: a token reads the messages its identities sent or received (a
+    receipt names them: direct, channel list, broadcast). None = every message."""
+    if readers is None:
+        return [], []
+    marks = ",".join("?" * len(readers)) or "NULL"
+    return ([f"({table}.sender IN ({marks}) OR EXISTS (SELECT 1 FROM messageReceipts vr WHERE "
+             f"vr.messageId = {table}.id AND vr.recipient IN ({marks})))"], [*readers, *readers])
+
+
+def can_read(conn: Connection, message_id: str, readers: tuple[str, ...] | None) -> bool:
+    where, params = visible(readers)
+    if not where:
+        return True
+    return conn.scalar(f"SELECT 1 FROM messages WHERE id = ? AND {where[0]}", [message_id, *params]) is not None
+
+
 def message_doc(row: Row) -> dict[str, Any]:
-    return to_doc(row, rename={"sender": "from"})
+    return to_doc(row, rename={"sender": "from"}, json_cols=("data",))
 
 
 def resolve_recipients(
@@ -60,13 +77,16 @@ def send_message(
     instance_id: str | None = None,
     session_day: int | None = None,
     tenant_id: str | None = None,
+    data: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     now = now_ms()
     message_id = new_id("msg")
+    extra = ", data" if data is not None else ""  # named only when given: older files lack the column
     conn.execute(
         "INSERT INTO messages (id, sender, fromInstanceId, channel, instanceId, content, sessionDay, tenantId, "
-        "createdAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (message_id, sender, from_instance_id, channel, instance_id, content, session_day, tenant_id, now),
+        f"createdAt{extra}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?{', ?' if extra else ''})",
+        (message_id, sender, from_instance_id, channel, instance_id, content, session_day, tenant_id, now,
+         *((dumps(data),) if extra else ())),
     )
     recipients = resolve_recipients(conn, sender=sender, channel=channel, instance_id=instance_id)
     conn.executemany(
@@ -100,7 +120,7 @@ def check_messages(
         args.append(since)
     rows = conn.iterate(
         "SELECT r.id AS receiptId, m.id AS messageId, m.sender, m.fromInstanceId, m.channel, m.content, "
-        "m.createdAt, m.sessionDay, m.tenantId, r.recipientInstanceId, r.ackRequired, r.deliveryAttempt "
+        "m.createdAt, m.sessionDay, m.tenantId, m.data, r.recipientInstanceId, r.ackRequired, r.deliveryAttempt "
         "FROM messageReceipts r INDEXED BY receipts_unread JOIN messages m ON m.id = r.messageId "
         f"WHERE {' AND '.join(clauses)} ORDER BY r.createdAt, r.id LIMIT ?",
         [*args, limit],
@@ -110,12 +130,14 @@ def check_messages(
     for row in rows:
         if out and budget <= 0:
             break
-        budget -= len(row["content"] or "")  # the big part; envelope.cut in the tool makes the exact cut
+        budget -= len(row["content"] or "") + len(row["data"] or "")  # envelope.cut makes the exact cut
         item: dict[str, Any] = {"receiptId": row["receiptId"], "messageId": row["messageId"], "from": row["sender"]}
         for key in ("fromInstanceId", "channel", "content", "createdAt", "sessionDay", "tenantId",
                     "recipientInstanceId"):
             if row[key] is not None:
                 item[key] = row[key]
+        if row["data"] is not None:
+            item["data"] = loads(row["data"])
         item["readAt"] = None
         if row["ackRequired"]:  # delivery.py: acknowledge_message it, or it comes back (deliveryAttempt + 1)
             item["ackRequired"] = True
@@ -163,8 +185,11 @@ def list_messages(
     limit: int | None,
     cursor: str | None,
     fields: str | None,
+    readers: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
     where, params = equals((("sender", sender), ("channel", channel), ("sessionDay", session_day)))
+    seen, seen_params = visible(readers)
+    where, params = where + seen, params + seen_params
     return keyset_page(
         conn, table="messages", to_item=message_doc, where=where, params=params,
         limit=limit, cursor=cursor, fields=fields, lite_keys=MESSAGE_LITE,
@@ -195,11 +220,14 @@ def broadcast_status(conn: Connection, *, message_id: str) -> dict[str, Any] | N
 
 
 def search_messages(
-    conn: Connection, *, query: str, limit: int, sender: str | None = None, channel: str | None = None
+    conn: Connection, *, query: str, limit: int, sender: str | None = None, channel: str | None = None,
+    readers: tuple[str, ...] | None = None,
 ) -> list[dict[str, Any]]:
     match = fts_query(query)
     if match is None:
         return []
     where, params = equals([("d.sender", sender), ("d.channel", channel)])
+    seen, seen_params = visible(readers, "d")
+    where, params = where + seen, params + seen_params
     return keyword_docs(conn, fts="messages_fts", table="messages", match=match, where=where, params=params,
                         limit=limit, snippet="content", shape=message_doc)

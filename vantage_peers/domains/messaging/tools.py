@@ -11,9 +11,11 @@ from ...db.paging import Fields, clamp_limit
 from ...envelope import cut
 from ...errors import InvalidArgument, NotFound
 from ...policy import Owns, row_loader
-from ...validators import MAX_CONTENT_BYTES, check_name, require_query, require_text
+from ...validators import MAX_CONTENT_BYTES, check_name, json_object, require_query, require_text
 from ..profiles import store as profiles_store
 from . import store, tools_delivery
+
+MESSAGE_DATA_MAX_BYTES = 16_384
 
 
 def register(app: App) -> None:
@@ -33,9 +35,14 @@ def register(app: App) -> None:
         tenantId: str | None = None,
         ackRequired: bool = False,
         ackTimeoutSeconds: int | None = None,
+        data: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Send a message to a role, a comma list, an instance id, or `broadcast`; returns `{messageId, recipients}`."""
+        """Send a message to a role, a comma list, an instance id, or `broadcast`; returns `{messageId, recipients}`.
+
+        `data`: JSON returned as-is.
+        """
         sender = from_
+        payload = json_object(data, "data", max_bytes=MESSAGE_DATA_MAX_BYTES)
         check_name(channel, "channel")
         text = require_text(content, "content", max_bytes=MAX_CONTENT_BYTES)
         target = check_name(instanceId, "instanceId") if instanceId else None
@@ -47,7 +54,7 @@ def register(app: App) -> None:
         def send(c):
             sent = store.send_message(
                 c, sender=sender, channel=channel.strip(), content=text, from_instance_id=from_inst,
-                instance_id=target, session_day=sessionDay, tenant_id=tenantId,
+                instance_id=target, session_day=sessionDay, tenant_id=tenantId, data=payload,
             )
             # Still delivered (an agent that registers later finds its backlog), but likely a typo.
             recipients = store.resolve_recipients(c, sender=sender, channel=channel.strip(), instance_id=target)
@@ -100,7 +107,9 @@ def register(app: App) -> None:
     @app.tool("read")
     def get_message(messageId: str) -> dict[str, Any] | None:
         """Fetch a message by id, content whole."""
-        return db.read(lambda c: store.get_message(c, message_id=messageId))
+        readers = app.readers()
+        return db.read(lambda c: store.get_message(c, message_id=messageId)
+                       if store.can_read(c, messageId, readers) else None)
 
     @app.tool("read")
     def list_messages(
@@ -114,19 +123,22 @@ def register(app: App) -> None:
         """List messages newest first, by `from`, `channel` or `sessionDay`."""
         return db.read(
             lambda c: store.list_messages(
-                c, sender=from_, channel=channel, session_day=sessionDay, limit=limit, cursor=cursor, fields=fields
+                c, sender=from_, channel=channel, session_day=sessionDay, limit=limit, cursor=cursor, fields=fields,
+                readers=app.readers(),
             )
         )
 
-    @app.tool("read")
+    @app.tool("read", toolset="extras")  # rarely used: get_message_delivery (core) shows more (#30)
     def list_broadcast_status(messageId: str) -> dict[str, Any]:
         """List who has read a message and who has not."""
-        status = db.read(lambda c: store.broadcast_status(c, message_id=messageId))
+        readers = app.readers()
+        status = db.read(lambda c: store.broadcast_status(c, message_id=messageId)
+                         if store.can_read(c, messageId, readers) else None)
         if status is None:
             raise NotFound(f"message {messageId} does not exist")
         return status
 
-    @app.tool("read")
+    @app.tool("read", toolset="extras")  # rarely used; out of core to keep it within Cursor's 40 (#30)
     def search_messages_by_keyword(
         query: str,
         limit: int | None = None,
@@ -136,5 +148,6 @@ def register(app: App) -> None:
         """Search message content by keyword (all words), best first, with a `snippet`."""
         size = clamp_limit(limit)
         query = require_query(query)
+        readers = app.readers()
         return cut(db.read(lambda c: store.search_messages(c, query=query, limit=size, sender=from_,
-                                                              channel=channel)))
+                                                              channel=channel, readers=readers)))

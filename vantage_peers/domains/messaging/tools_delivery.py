@@ -59,9 +59,10 @@ def register(app: App) -> None:
     app.allow_concurrent(JOB)  # every effect is a compare-and-set UPDATE: no lease needed
     tools_resources.register(app)  # vp://inbox/{orchestrator}, vp://tasks/{orchestrator} + subscriptions
 
-    # core is at its byte budget (tests/test_tool_layer.py, 25 KB) and Cursor's 40-tool cap: both delivery
-    # tools are in `extras`, on by default (VP_TOOLSETS=all), one enable_toolset away otherwise.
-    @app.tool("idempotent", toolset="extras", identity="recipient",
+    # Both in `core` (issue #30): every agent is told to acknowledge. To keep core within Cursor's 40-tool
+    # cap (and core,missions within Windsurf's 50), list_broadcast_status and search_messages_by_keyword
+    # moved to `extras` (messaging/tools.py).
+    @app.tool("idempotent", identity="recipient",
               owns=Owns("receipt", "receiptIds", ("recipient",), action="acknowledge"))
     def acknowledge_message(
         receiptIds: Annotated[list[str] | None, Field(max_length=delivery.MAX_ACK_IDS)] = None,
@@ -78,7 +79,7 @@ def register(app: App) -> None:
         return db.write(lambda c: delivery.acknowledge(c, caller=who, receipt_ids=receiptIds, message_id=messageId,
                                                        note=text, now=now_ms()))
 
-    @app.tool("read", toolset="extras", identity="callerOrchestrator",
+    @app.tool("read", identity="callerOrchestrator",
               owns=Owns("message", "messageId", ("sender",), action="see the delivery of"))
     def get_message_delivery(messageId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Show who received, read and acknowledged a message you sent (sender or `system`); returns per-recipient states."""

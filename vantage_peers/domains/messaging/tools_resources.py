@@ -23,8 +23,9 @@ import anyio.lowlevel
 import mcp_types as types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import ResourceUpdated
+from mcp.shared.exceptions import MCPError
 
-from ... import sdk
+from ... import policy, sdk
 from ...app import App
 from ...validators import check_name
 from . import inbox
@@ -51,6 +52,10 @@ def render(app: App, uri: str) -> str | None:
     else:
         tasks = inbox.task_queue(app.db, who=who)
         doc = {"orchestrator": who, "tasks": tasks, "count": len(tasks)}
+        work = app.extensions.get("tasks.claimable")  # the tasks domain's eligibility rule (#30)
+        if work is not None:  # todo tasks this orchestrator may claim: a new one notifies subscribers
+            doc["claimable"] = [{k: i[k] for k in ("taskId", "text", "priority", "pool", "lapsed")}
+                                for i in work(who)]
     return json.dumps(doc, ensure_ascii=False, sort_keys=True)
 
 
@@ -164,6 +169,9 @@ def install(app: App, mcp: MCPServer) -> None:
     mcp.vp_resource_notifier = notifier  # type: ignore[attr-defined]  # for tests and status
     async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         uri = str(params.uri)
+        denial = policy.personal_denial(sdk.current_principal(), uri)
+        if denial:  # never hear another identity's inbox (#32)
+            raise MCPError(code=types.INVALID_PARAMS, message=denial)
         if URI.match(uri):
             notifier.add(uri, ctx.session)
         return types.EmptyResult()
@@ -181,7 +189,9 @@ def install(app: App, mcp: MCPServer) -> None:
     original = listen_entry.handler
 
     async def listen(ctx: Any, params: types.SubscriptionsListenRequestParams) -> Any:
-        uris = [u for u in (params.notifications.resource_subscriptions or []) if URI.match(str(u))]
+        principal = sdk.current_principal()
+        uris = [u for u in (params.notifications.resource_subscriptions or [])
+                if URI.match(str(u)) and not policy.personal_denial(principal, str(u))]
         token = anyio.lowlevel.current_token()
         for uri in uris:
             notifier.add(str(uri), None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -12,6 +14,8 @@ class StaticProfile(BaseModel):
     role: str | None = Field(default=None, max_length=500)
     workspace: str | None = Field(default=None, max_length=500)
     capabilities: list[str] | None = Field(default=None, max_length=200)
+    # The task pools this orchestrator works from (create_task `pool`); its `role` counts as one too.
+    pools: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(default=None, max_length=50)
 
 
 class DynamicProfile(BaseModel):

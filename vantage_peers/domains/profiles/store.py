@@ -8,6 +8,7 @@ from ...db import Connection, dumps, loads
 from ...db.paging import keyset_page
 from ...ids import new_id, now_ms
 from ..leases import store as leases
+from . import processes
 
 PEER_LITE = ("_id", "_creationTime", "id", "orchestratorId", "instanceId", "summary", "lastSeen")
 
@@ -35,11 +36,13 @@ def _upsert_instance(conn: Connection, orchestrator_id: str, instance_id: str | 
     )
 
 
-def touch(conn: Connection, *, orchestrator_id: str, instance_id: str | None, now: int | None = None) -> None:
-    """Register presence: the profile exists and this instance was seen now; its leases live on."""
+def touch(conn: Connection, *, orchestrator_id: str, instance_id: str | None, now: int | None = None,
+          session: str | None = None) -> None:
+    """Register presence: the profile exists and this instance was seen now; its leases live on
+    (with `session`, the calling process's: only the leases of that session and session-less ones)."""
     ensure_profile(conn, orchestrator_id)
     _upsert_instance(conn, orchestrator_id, instance_id)
-    leases.renew_for_holder(conn, holder=orchestrator_id, instance=instance_id, now=now or now_ms())
+    leases.renew_for_holder(conn, holder=orchestrator_id, instance=instance_id, now=now or now_ms(), session=session)
 
 
 def update_profile(
@@ -116,6 +119,7 @@ def get_profile(conn: Connection, *, orchestrator_id: str) -> dict[str, Any] | N
     static = loads(row["static"])
     if static:
         doc["static"] = static
+    processes.liveness_of(conn, instances, now_ms())
     if instances:
         latest = instances[0]
         doc["dynamic"] = {
@@ -129,7 +133,9 @@ def get_profile(conn: Connection, *, orchestrator_id: str) -> dict[str, Any] | N
 
 
 def list_peers(conn: Connection, *, limit: int | None, cursor: str | None, fields: str | None) -> dict[str, Any]:
-    return keyset_page(
+    """Instances, most recently seen first; full items also have `live` (a server process of it
+    heartbeats, docs/presence.md) and `processes` (how many do)."""
+    page = keyset_page(
         conn,
         table="(SELECT i.*, p.name AS name FROM instances i LEFT JOIN profiles p USING (orchestratorId))",
         to_item=_instance_doc,
@@ -139,6 +145,9 @@ def list_peers(conn: Connection, *, limit: int | None, cursor: str | None, field
         fields=fields,
         lite_keys=PEER_LITE,
     )
+    if fields != "lite":  # the lite projection stays the spec's
+        processes.liveness_of(conn, page["items"], now_ms())
+    return page
 
 
 def all_orchestrators(conn: Connection) -> list[str]:

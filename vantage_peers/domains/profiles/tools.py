@@ -8,14 +8,21 @@ from pydantic import Field
 
 from ...app import App
 from ...db.paging import Fields
+from ...ids import now_ms
 from ...validators import require_text
-from . import store
+from ..leases import store as leases
+from . import liveness, processes, store
 from .models import DynamicProfile, StaticProfile
 
 
 def register(app: App) -> None:
     db = app.db
-    app.on_presence(lambda c, orch, inst: store.touch(c, orchestrator_id=orch, instance_id=inst))
+    process = liveness.state_of(app)
+    app.before_call(liveness.first_answer(app))  # binds the session; the first answer tells what is inherited
+    # Presence renews the leases of this process's session (bound for stdio calls) and session-less ones.
+    app.on_presence(lambda c, orch, inst: store.touch(c, orchestrator_id=orch, instance_id=inst,
+                                                      session=leases.holder_session()))
+    app.add_job("processes-prune", lambda: db.write(lambda c: processes.prune(c, now_ms())), every_seconds=3600)
 
     @app.tool("read", subject="orchestratorId")
     def get_profile(orchestratorId: str | None = None) -> dict[str, Any] | None:
@@ -85,4 +92,9 @@ def register(app: App) -> None:
         profile = db.read(lambda c: store.get_profile(c, orchestrator_id=who))
         if profile:
             out["profile"] = profile
+        if who == app.settings.orchestrator and leases.holder_session() == process.me.session:
+            # This stdio process's own identity: its session, and the leases it inherits from a gone
+            # process of that identity (the list its first answer carried, as it stands now).
+            out["session"] = process.me.session
+            out["inheritedLeases"] = liveness.check(app, process, who, for_notice=False)
         return out

@@ -13,16 +13,17 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from ...db import Connection, Row
+from ...db import Connection, Row, loads
 from ...errors import InvalidState, NotFound
 from ...ids import new_id
+from ...rbac import SYSTEM
+from ..leases import paths
 from ..leases import store as leases
 from ..messaging import store as messaging
 from . import segments
 from .validation import load_task
 
 KIND = "task"
-SYSTEM = "system"
 
 
 def iso(ms: int | None) -> str:
@@ -37,15 +38,23 @@ def grant_claim(conn: Connection, *, task_id: str, caller: str, instance: str | 
     old = [r["id"] for r in conn.query("SELECT id FROM agentLeases WHERE kind = 'task' AND scope = '' AND key = ? "
                                        "AND releasedAt IS NULL", (task_id,))]
     leases.release(conn, ids=old, now=now, reason="superseded", by=caller)
+    release_files(conn, task_id=task_id, now=now, reason="superseded")
     row = leases.grant(conn, kind=KIND, scope="", key=task_id, holder=caller, instance=instance, ttl=ttl, now=now)
     return {"leaseId": row["id"], "leaseExpiresAt": row["expiresAt"], "fencingToken": row["fencingToken"]}
 
 
 def release_claim(conn: Connection, *, task_id: str, now: int, reason: str, by: str | None) -> None:
-    """The task left in_progress by its own lifecycle (done, paused, blocked, moved): the claim ends."""
-    conn.execute("UPDATE agentLeases SET releasedAt = ?, releaseReason = ?, releasedBy = ? "
-                 "WHERE kind = 'task' AND scope = '' AND key = ? AND releasedAt IS NULL",
+    """The task left in_progress by its own lifecycle (done, paused, blocked, moved): the claim ends,
+    and with it the path reservations taken with it (checkout_task reserveFiles)."""
+    conn.execute("UPDATE agentLeases SET releasedAt = ?1, releaseReason = ?2, releasedBy = ?3 "
+                 "WHERE ((kind = 'task' AND scope = '' AND key = ?4) OR claimOf = ?4) AND releasedAt IS NULL",
                  (now, reason, by or SYSTEM, task_id))
+
+
+def release_files(conn: Connection, *, task_id: str, now: int, reason: str) -> None:
+    """The path reservations taken with a claim that just ended otherwise (lapsed, superseded)."""
+    conn.execute("UPDATE agentLeases SET releasedAt = ?, releaseReason = ?, releasedBy = 'system' "
+                 "WHERE claimOf = ? AND releasedAt IS NULL", (now, reason, task_id))
 
 
 def _lost_message(row: Row, caller: str, now: int) -> str:
@@ -123,23 +132,46 @@ def notes_of(conn: Connection, task_id: str) -> list[dict[str, Any]]:
 def on_expired(conn: Connection, row: Row, now: int) -> None:
     """A claim just marked expired by the sweep (this runs once per lease): release the task."""
     task = load_task(conn, row["key"])
+    release_files(conn, task_id=row["key"], now=now, reason="expired")
     if task is None or task["status"] != "in_progress" or task["assignedTo"] != row["holder"]:
         return  # the task moved on by other means; the lapsed lease only matters for LEASE_LOST
     segments.close_segment(conn, task_id=task["id"], now=now)
-    conn.execute("UPDATE tasks SET status = 'todo', paused = 0, pausedAt = NULL, updatedAt = ? WHERE id = ?",
-                 (now, task["id"]))
+    conn.execute("UPDATE tasks SET status = 'todo', paused = 0, pausedAt = NULL, lapsedAt = ?1, updatedAt = ?1 "
+                 "WHERE id = ?2", (now, task["id"]))
     seen = conn.scalar("SELECT lastSeen FROM instances WHERE orchestratorId = ? AND instanceId = ?",
                        (row["holder"], row["holderInstance"]))
     who = leases.holder_text(row)
+    pool = f"the members of pool {task['pool']}" if task.get("pool") else "any teammate"
     note = (f"[auto] the claim of {who} lapsed at {iso(row['expiresAt'])} (TTL {row['ttlMs'] // 1000}s, fencing "
-            f"token {row['fencingToken']}); {who} was last seen {iso(seen)}. The task is back to todo, still "
-            f"assigned to {task['assignedTo']}: checkout_task takes it over.")
+            f"token {row['fencingToken']}); {who} was last seen {iso(seen)}. The task is back to todo and open: "
+            f"{pool} may take it over with checkout_task.")
     add_note(conn, task_id=task["id"], author=SYSTEM, content=note, now=now)
+    data = {"event": "claim_lapsed", "taskId": task["id"], "title": task["title"], "holder": row["holder"],
+            "holderInstance": row["holderInstance"] or None, "leaseId": row["id"],
+            "fencingToken": row["fencingToken"], "lapsedAt": row["expiresAt"], "lastSeen": seen,
+            "pool": task.get("pool"), "missionId": task.get("missionId")}
     messaging.send_message(conn, sender=SYSTEM, channel=task["createdBy"],
-                           content=f"Task {task['id']} ({task['title']!r}): {note}")
+                           content=f"Task {task['id']} ({task['title']!r}): {note}", data=data)
 
 
 def expire_task(conn: Connection, *, task_id: str, now: int) -> None:
     """Lazy expiry of one task's claim, before a decision on that task (checkout_task)."""
     for row in leases.expire_due(conn, now=now, kind=KIND, scope="", key=task_id):
         on_expired(conn, row, now)
+
+
+def reserve_files(conn: Connection, *, task: Mapping[str, Any], caller: str, instance: str | None, ttl: int,
+                  repo: str, now: int) -> list[dict[str, Any]]:
+    """Reserve a just-claimed task's `files` exclusively, tied to the claim (released with it). All or
+    nothing: PATH_CONFLICT names the holders, and the caller's transaction (the claim) rolls back."""
+    wanted = paths.clean_patterns(loads(task["files"]) or [], repo, field="files")
+    try:
+        result = paths.reserve_in_transaction(conn, paths=wanted, repo=repo, holder=caller, instance=instance,
+                                              ttl=ttl, now=now, reason=f"task {task['id']}")
+    except paths.PathConflict as err:
+        raise paths.PathConflict(f"task {task['id']} was not claimed (reserveFiles): {err.detail}") from None
+    ids = [g["id"] for g in result["granted"]]
+    if ids:
+        marks = ",".join("?" * len(ids))
+        conn.execute(f"UPDATE agentLeases SET claimOf = ? WHERE id IN ({marks})", [task["id"], *ids])
+    return result["granted"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...db import Connection, dumps
+from ...db import Connection, dumps, loads
 from ...errors import InvalidArgument, InvalidState
 from ...validators import Checker
 from ..missions import store as missions
@@ -94,6 +94,7 @@ def start_task(conn: Connection, *, task_id: str, caller: str | None, now: int) 
 
 def pause_task(conn: Connection, *, task_id: str, caller: str | None, now: int) -> None:
     task = require_task(conn, task_id)
+    claims.check_not_lost(conn, task, caller, now)
     authorize(caller, task, "pause")
     if task["paused"]:
         raise InvalidState(f"task {task_id} is already paused; call resume_task to continue it")
@@ -126,6 +127,7 @@ def complete_task(conn: Connection, *, task_id: str, note: Any, caller: str | No
 
 def block_task(conn: Connection, *, task_id: str, reason: Any, caller: str | None, now: int) -> None:
     task = require_task(conn, task_id)
+    claims.check_not_lost(conn, task, caller, now)
     authorize(caller, task, "block")
     chk = Checker({"reason": reason})
     chk.text("reason", required=True, max_bytes=REASON_MAX_BYTES, example="waiting on pi for the API key since 10:00")
@@ -141,6 +143,7 @@ def block_task(conn: Connection, *, task_id: str, reason: Any, caller: str | Non
 def add_dependency(conn: Connection, *, task_id: str, depends_on: Any, caller: str | None,
                    now: int) -> list[str]:
     task = require_task(conn, task_id)
+    claims.check_not_lost(conn, task, caller, now)
     authorize(caller, task, "change")
     if not isinstance(depends_on, str) or not depends_on:
         raise InvalidArgument("dependsOn must be one task id")
@@ -185,14 +188,17 @@ def update_task(conn: Connection, *, task_id: str, payload: Mapping[str, Any], n
 
 
 def checkout_task(conn: Connection, *, task_id: str, caller: str, instance: str | None,
-                  now: int, ttl: int = DEFAULT_CLAIM_TTL_MS) -> dict[str, Any]:
+                  now: int, ttl: int = DEFAULT_CLAIM_TTL_MS, reserve_files: bool = False,
+                  repo: str = "") -> dict[str, Any]:
     """Claim a todo, non-paused task. The decision is the single conditional UPDATE below, so when
     many agents race (in any number of processes) exactly one changes the row. The winner gets a
-    claim lease of `ttl` ms (claims.py); a lapsed claim is expired first, so its task is claimable."""
+    claim lease of `ttl` ms (claims.py); a lapsed claim is expired first, so its task is claimable.
+    With `reserve_files`, the task's `files` are reserved in the same transaction (PATH_CONFLICT
+    undoes the claim too) and released with it."""
     claims.expire_task(conn, task_id=task_id, now=now)
     claimed = conn.execute(
         "UPDATE tasks SET status = 'in_progress', assignedTo = ?, assignedToInstance = ?, "
-        "startedAt = coalesce(startedAt, ?), blockedBy = NULL, updatedAt = ? "
+        "startedAt = coalesce(startedAt, ?), blockedBy = NULL, lapsedAt = NULL, updatedAt = ? "
         "WHERE id = ? AND status = 'todo' AND paused = 0",
         (caller, instance, now, now, task_id),
     )
@@ -200,7 +206,14 @@ def checkout_task(conn: Connection, *, task_id: str, caller: str, instance: str 
         segments.close_segment(conn, task_id=task_id, now=now)
         segments.open_segment(conn, task_id=task_id, who=caller, now=now)
         lease = claims.grant_claim(conn, task_id=task_id, caller=caller, instance=instance, ttl=ttl, now=now)
-        return {"claimed": True, "leaseExpiresAt": lease["leaseExpiresAt"], "fencingToken": lease["fencingToken"]}
+        out = {"claimed": True, "leaseExpiresAt": lease["leaseExpiresAt"], "fencingToken": lease["fencingToken"]}
+        task = require_task(conn, task_id)
+        if task.get("files"):
+            out["files"] = loads(task["files"])
+        if reserve_files and task.get("files"):
+            out["reservations"] = claims.reserve_files(conn, task=task, caller=caller, instance=instance, ttl=ttl,
+                                                       repo=repo, now=now)
+        return out
     task = require_task(conn, task_id)
     if task["paused"]:
         reason = (f"task is paused by its owner {task['assignedTo']}: it stays reserved to them, and they "

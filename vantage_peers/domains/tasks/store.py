@@ -6,20 +6,30 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...db import Connection, Row, dumps
-from ...db.paging import equals, keyset_page, to_doc
-from ...errors import NotFound
+from ...db.paging import (
+    check_fields,
+    clamp_limit,
+    decode_cursor,
+    encode_cursor,
+    equals,
+    keyset_page,
+    project,
+    to_doc,
+)
+from ...errors import InvalidArgument, NotFound
 from ...ids import new_id, now_ms
 from ...rbac import require
 from ...search.fts import fts_query
 from ...search.keyword import keyword_docs
 from ..missions import store as missions
-from . import claims, segments
+from . import claims, eligibility, segments
+from .eligibility import UNASSIGNED
 from .rules import AUTO_GENERATED_SQL, OPEN_STATUSES, TASK_LITE, status_sql
 from .validation import create_failures, load_task, raise_failures
 
-JSON_COLS = ("tags", "dependsOn")
+JSON_COLS = ("tags", "dependsOn", "files")
 # Columns update_task may set directly (status has its own transition rules).
-PLAIN_FIELDS = ("title", "description", "project", "assignedTo", "assignedToInstance", "priority", "missionId",
+PLAIN_FIELDS = ("title", "description", "project", "assignedTo", "assignedToInstance", "priority", "missionId", "pool",
                 "estimatedMinutes", "actualMinutes", "startedAt", "completedAt", "dueDate", "completionNote",
                 "cancelReason")
 
@@ -28,7 +38,30 @@ def task_doc(row: Row) -> dict[str, Any]:
     row = dict(row)
     if isinstance(row.get("dependsOn"), list):  # a loaded row; an empty list reads as absent, like NULL
         row["dependsOn"] = dumps(row["dependsOn"]) if row["dependsOn"] else None
+    if row.get("assignedTo") == UNASSIGNED:
+        row["assignedTo"] = None  # open to its pool: no assignee (absent, like every null)
     return to_doc(row, json_cols=JSON_COLS, bool_cols=("paused",))
+
+
+def visible(readers: tuple[str, ...] | None, table: str = "tasks") -> tuple[list[str], list[Any]]:
+    """Read visibility of tasks: a token reads the tasks its identities created or are assigned,
+    the open ones (no assignee or a lapsed claim: claimable work), and every task of a mission they
+    pilot, created or take part in. None = every task."""
+    if readers is None:
+        return [], []
+    ids = ",".join("?" * len(readers)) or "NULL"
+    sql = (f"({table}.createdBy IN ({ids}) OR {table}.assignedTo IN ({ids}) OR {table}.assignedTo = '' "
+           f"OR {table}.lapsedAt IS NOT NULL OR {table}.missionId IN (SELECT m.id FROM missions m WHERE "
+           f"m.pilot IN ({ids}) OR m.createdBy IN ({ids}) OR EXISTS (SELECT 1 FROM json_each(m.agents) "
+           f"WHERE json_each.value IN ({ids}))))")
+    return [sql], [*readers] * 5
+
+
+def can_read(conn: Connection, task_id: Any, readers: tuple[str, ...] | None) -> bool:
+    where, params = visible(readers)
+    if not where:
+        return True
+    return conn.scalar(f"SELECT 1 FROM tasks WHERE id = ? AND {where[0]}", [task_id, *params]) is not None
 
 
 def require_task(conn: Connection, task_id: Any) -> dict[str, Any]:
@@ -45,17 +78,24 @@ def create_task(conn: Connection, *, payload: Mapping[str, Any], now: int | None
     task_id = new_id("tsk")
     status = payload.get("status") or "todo"
     deps = list(dict.fromkeys(payload.get("dependsOn") or [])) or None
+    # pool and files are named only when given: a store called on a file older than migration 019
+    # (an upgrade test's fixture) lacks the columns.
+    extra = {k: v for k, v in (("pool", payload.get("pool")),
+                               ("files", dumps(list(dict.fromkeys(payload["files"]))) if payload.get("files") else None))
+             if v is not None}
+    cols = "".join(f", {k}" for k in extra)
     conn.execute(
         "INSERT INTO tasks (id, title, description, project, tags, assignedTo, assignedToInstance, priority, status, "
-        "dependsOn, missionId, estimatedMinutes, startedAt, dueDate, createdBy, createdAt, updatedAt) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"dependsOn, missionId, estimatedMinutes, startedAt, dueDate, createdBy, createdAt, updatedAt{cols}) "
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{', ?' * len(extra)})",
         (task_id, payload["title"], payload.get("description"), payload.get("project"), dumps(payload.get("tags")),
-         payload["assignedTo"], payload.get("assignedToInstance"), payload["priority"], status, dumps(deps),
-         payload.get("missionId"), payload.get("estimatedMinutes"), now if status == "in_progress" else None,
-         payload.get("dueDate"), payload["createdBy"], now, now),
+         payload.get("assignedTo") or UNASSIGNED, payload.get("assignedToInstance"), payload["priority"], status,
+         dumps(deps), payload.get("missionId"), payload.get("estimatedMinutes"),
+         now if status == "in_progress" else None, payload.get("dueDate"), payload["createdBy"], now, now,
+         *extra.values()),
     )
     if status == "in_progress":
-        segments.open_segment(conn, task_id=task_id, who=payload["assignedTo"], now=now)
+        segments.open_segment(conn, task_id=task_id, who=payload.get("assignedTo") or None, now=now)
     return task_id
 
 
@@ -96,6 +136,8 @@ def apply_fields(conn: Connection, *, task_id: str, payload: Mapping[str, Any], 
             value = list(dict.fromkeys(payload[key])) if key == "dependsOn" else payload[key]
             sets.append(f"{key} = ?")
             args.append(dumps(value))
+    if payload.get("assignedTo") is not None:
+        sets.append("lapsedAt = NULL")  # reassigned by hand: reserved to the new assignee again
     sets.append("updatedAt = ?")
     conn.execute(f"UPDATE tasks SET {', '.join(sets)} WHERE id = ?", [*args, now, task_id])
 
@@ -140,18 +182,41 @@ def task_filters(*, assigned_to: str | None = None, assigned_to_instance: str | 
 
 
 def list_tasks(conn: Connection, *, limit: int | None, cursor: str | None, fields: str | None,
-               **filters: Any) -> dict[str, Any]:
+               readers: tuple[str, ...] | None = None, **filters: Any) -> dict[str, Any]:
     """Newest-updated first. The cron filter runs in SQL, so pages are full."""
     where, params = task_filters(**filters)
+    seen, seen_params = visible(readers)
+    where, params = where + seen, params + seen_params
     return keyset_page(conn, table="tasks", to_item=task_doc, where=where, params=params, sort_col="updatedAt",
                        limit=limit, cursor=cursor, fields=fields, lite_keys=TASK_LITE)
 
 
+def claimable_page(conn: Connection, *, who: str, instance: str | None, now: int, limit: int | None,
+                   cursor: str | None, fields: str | None) -> dict[str, Any]:
+    """list_tasks claimable: the todo tasks `who` may check out now, oldest change first, paged."""
+    rows = eligibility.claimable(conn, who=who, instance=instance, now=now)
+    after = decode_cursor(cursor)
+    if after is not None:
+        if not isinstance(after[0], int):
+            raise InvalidArgument("cursor is not a cursor of list_tasks claimable: pass nextCursor as returned")
+        rows = [r for r in rows if (r["updatedAt"], r["id"]) > (after[0], after[1])]
+    size = clamp_limit(limit)
+    items = [project({**task_doc(r), "claimable": True}, check_fields(fields), (*TASK_LITE, "claimable", "pool"))
+             for r in rows[:size]]
+    page: dict[str, Any] = {"items": items}
+    if len(rows) > size:
+        last = rows[size - 1]
+        page["nextCursor"] = encode_cursor(last["updatedAt"], last["id"])
+    return page
+
+
 def list_overdue(conn: Connection, *, assigned_to: str | None, limit: int | None, cursor: str | None,
-                 fields: str | None, now: int) -> dict[str, Any]:
+                 fields: str | None, now: int, readers: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Tasks past their dueDate that are neither done nor cancelled, most overdue first."""
     where = ["dueDate IS NOT NULL", "dueDate < ?", status_sql("status", OPEN_STATUSES)]
     params: list[Any] = [now]
+    seen, seen_params = visible(readers)
+    where, params = where + seen, params + seen_params
     if assigned_to is not None:
         where.append("assignedTo = ?")
         params.append(assigned_to)
@@ -160,12 +225,15 @@ def list_overdue(conn: Connection, *, assigned_to: str | None, limit: int | None
                        lite_keys=TASK_LITE)
 
 
-def search_tasks(conn: Connection, *, query: str, limit: int, **filters: Any) -> list[dict[str, Any]]:
+def search_tasks(conn: Connection, *, query: str, limit: int, readers: tuple[str, ...] | None = None,
+                 **filters: Any) -> list[dict[str, Any]]:
     """BM25 over title (weight 4) and description (weight 1), best first, each with a title snippet."""
     match = fts_query(query)
     if match is None:
         return []
     where, params = task_filters(**filters)
+    seen, seen_params = visible(readers)
+    where, params = where + seen, params + seen_params
     # Filters run inside a subquery on `tasks` alone: `title` would be ambiguous next to tasks_fts.
     return keyword_docs(conn, fts="tasks_fts", table="tasks", match=match, limit=limit, inner_where=where,
                         inner_params=params, weights=(4.0, 1.0), snippet="title", shape=task_doc)

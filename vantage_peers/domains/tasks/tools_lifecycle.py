@@ -13,8 +13,9 @@ from ...errors import InvalidArgument
 from ...ids import now_ms
 from ...policy import Owns
 from ...validators import Failure
+from ..leases import paths as path_store
 from ..leases.store import ttl_ms as lease_ttl
-from . import bulk, lifecycle
+from . import bulk, eligibility, lifecycle
 from .validation import completion_failures, create_failures, load_task, update_failures
 
 LINTED_TOOLS = ("create_task", "update_task", "complete_task")
@@ -95,18 +96,25 @@ def register(app: App) -> None:
                                                            now=now))
         return {"taskId": taskId, "dependsOn": deps}
 
-    # A task assigned to a known orchestrator is its (or its creator's) to claim; a pool's is anyone's.
+    # Who may claim: the one eligibility rule (eligibility.py) — reserved to its assignee, or open to a
+    # pool (no assignee, an unknown name, or a lapsed claim); its creator always.
     @app.tool("write", identity="callerOrchestrator", instance="callerInstance",
-              owns=Owns("task claim", "taskId", ("creator", "assignee"), action="check out", unclaimed="assignee"))
+              owns=Owns("task claim", "taskId", ("creator", "assignee", "pool members"), action="check out",
+                        unclaimed="assignee", hint=eligibility.HINT))
     def checkout_task(taskId: str, callerOrchestrator: str | None = None,
-                      callerInstance: str | None = None, claimTtlSeconds: int | None = None) -> dict[str, Any]:
-        """Atomically claim a todo task (in_progress, yours) as a lease your calls renew; returns `{claimed, reason?}`."""
+                      callerInstance: str | None = None, claimTtlSeconds: int | None = None,
+                      reserveFiles: bool = False, repo: str | None = None) -> dict[str, Any]:
+        """Atomically claim a todo task (in_progress, yours) as a lease your calls renew; returns `{claimed, reason?}`.
+
+        `reserveFiles`: also reserve its `files`.
+        """
         caller = callerOrchestrator
         instance, now = callerInstance, now_ms()
         ttl = lease_ttl(app.settings.claim_ttl_seconds if claimTtlSeconds is None else claimTtlSeconds,
                         "claimTtlSeconds")
+        root = path_store.scope_of(repo) if reserveFiles else ""
         return db.write(lambda c: lifecycle.checkout_task(c, task_id=taskId, caller=caller, instance=instance,
-                                                          now=now, ttl=ttl))
+                                                          now=now, ttl=ttl, reserve_files=reserveFiles, repo=root))
 
     @app.tool("destructive", identity="callerOrchestrator", identity_required=False)
     def bulk_complete_tasks(

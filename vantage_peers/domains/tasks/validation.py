@@ -23,6 +23,7 @@ NOTE_MAX_BYTES = 100_000
 REASON_MAX_BYTES = 10_000
 MAX_TAGS = 50
 MAX_DEPENDS = 200
+MAX_FILES = 200
 
 _ERRORS: dict[str, type[VantageError]] = {
     "INVALID_ARGUMENT": InvalidArgument, "NOT_FOUND": NotFound, "INVALID_STATE": InvalidState,
@@ -47,7 +48,9 @@ def check_fields(chk: Checker, *, creating: bool) -> None:
     chk.text("description", max_bytes=DESCRIPTION_MAX_BYTES, example="What to do. VERIFICATION: ... TESTS: ...")
     chk.text("project", max_bytes=1_000, example="studio/acme")
     chk.strings("tags", max_items=MAX_TAGS, max_len=100, example=["backend"])
-    chk.name("assignedTo", required=creating)
+    chk.name("assignedTo")  # omitted: open to its pool (or the whole team)
+    chk.name("pool", example="backend")
+    chk.strings("files", max_items=MAX_FILES, max_len=1_000, example=["src/api/**", "README.md"])
     chk.name("assignedToInstance", example="sigma-vps-01")
     chk.enum("priority", PRIORITIES, required=creating, example="high")
     chk.text("missionId", max_bytes=200, example="msn_...")

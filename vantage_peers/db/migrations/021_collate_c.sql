@@ -1,0 +1,3 @@
+-- Version 21: nothing to do on SQLite. PostgreSQL's step (pg/migrations/021_collate_c.sql) adds
+-- byte-order ("C") indexes for namespace prefixes; SQLite's namespace columns compare BINARY already
+-- (issue #32).
