@@ -116,7 +116,7 @@ def embedded_admin_url() -> str:
 
 
 def settings(overrides: dict[str, Any], **extra: Any):
-    from vantage_peers.settings import Settings
+    from vantage_peers.pipeline.settings import Settings
 
     base = Settings.from_env({"VP_EMBEDDINGS": "none", "VP_SCHEDULER": "off"}, dotenv=False)
     return base.model_copy(update={"scheduler": False, **overrides, **extra})

@@ -18,7 +18,7 @@ from pathlib import Path
 
 
 def _settings(path: Path):
-    from vantage_peers.settings import Settings
+    from vantage_peers.pipeline.settings import Settings
 
     return Settings.from_env({"VP_DB_PATH": str(path), "VP_SCHEDULER": "off"}, dotenv=False)
 

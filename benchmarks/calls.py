@@ -52,8 +52,8 @@ def ours(calls: int) -> dict[str, list[float]]:
     import anyio
     from mcp import Client
 
+    from vantage_peers.pipeline.settings import Settings
     from vantage_peers.server import create_app
-    from vantage_peers.settings import Settings
 
     path = Path(tempfile.mkdtemp()) / "calls.db"
     env = {"VP_DB_PATH": str(path), "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none", "VP_ORCHESTRATOR": "bench"}

@@ -107,7 +107,7 @@ def measure(path: Path, runs: int) -> list[tuple[str, float, float, float, float
 
     from vantage_peers.dashboard import build_dashboard
     from vantage_peers.db import open_database
-    from vantage_peers.settings import Settings
+    from vantage_peers.pipeline.settings import Settings
 
     settings = Settings.from_env({"VP_DB_PATH": str(path), "VP_EMBEDDINGS": "none"}, dotenv=False)
     db = open_database(settings)

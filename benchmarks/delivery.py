@@ -51,9 +51,9 @@ def _db(path: str):
 
 # -- one agent process -------------------------------------------------------------------------
 def agent(path: str, role: str, inst: str, roles: list[str], logdir: str, seed: int) -> None:
+    from vantage_peers.core.ids import now_ms
     from vantage_peers.domains.messaging import delivery, store
     from vantage_peers.domains.profiles import store as profiles
-    from vantage_peers.ids import now_ms
 
     rng = random.Random(seed)
     db = _db(path)
@@ -95,10 +95,10 @@ def agent(path: str, role: str, inst: str, roles: list[str], logdir: str, seed: 
 
 # -- phase 1 -------------------------------------------------------------------------------------
 def crash_run(path: str, roles_n: int, seconds: float, kill_every: float, drain: float, seed: int = 7) -> dict:
+    from vantage_peers.core.ids import now_ms
     from vantage_peers.db import migrate
     from vantage_peers.domains.messaging.delivery import redeliver_due
     from vantage_peers.domains.profiles import store as profiles
-    from vantage_peers.ids import now_ms
 
     db = _db(path)
     migrate(db)

@@ -61,8 +61,8 @@ def child(mode: str, writes: int, recalls: int, db_path: str) -> dict[str, float
 
     from vantage_peers.domains.memory import indexer
     from vantage_peers.domains.memory.services import services
+    from vantage_peers.pipeline.settings import Settings
     from vantage_peers.server import create_app
-    from vantage_peers.settings import Settings
 
     settings = Settings.from_env({"VP_EMBEDDINGS": "none" if mode == "none" else "local", "VP_SCHEDULER": "off",
                                   "VP_MODEL_HOST": "shared" if mode == "shared" else "inprocess"},
@@ -100,7 +100,7 @@ def child(mode: str, writes: int, recalls: int, db_path: str) -> dict[str, float
             out["host: after recalls"] = _rss_of(info["pid"])
             out["host: peak (VmHWM)"] = _rss_of(info["pid"], "VmHWM")
         if mode == "local":  # what an idle agent's server holds once the model is dropped (local.IDLE_UNLOAD_S)
-            from vantage_peers.search import local
+            from vantage_peers.embedding import local
 
             model = local.local_embedder()
             model.idle_unload_s = 0.0
@@ -132,7 +132,7 @@ def _rss_of(pid: int, field: str = "VmRSS") -> float:
 
 
 def _host_pid(host_dir: str) -> int | None:
-    from vantage_peers.search.shared_model import SharedEmbedder
+    from vantage_peers.embedding.shared_model import SharedEmbedder
 
     info = SharedEmbedder(Path(host_dir)).info()
     return info["pid"] if info else None
@@ -204,8 +204,8 @@ def roundtrip(queries: int = 300) -> None:
     """p50 of embedding one short line in-process vs through the shared host: the socket's cost."""
     import statistics
 
-    from vantage_peers.search.local import LocalEmbedder
-    from vantage_peers.search.shared_model import SharedEmbedder
+    from vantage_peers.embedding.local import LocalEmbedder
+    from vantage_peers.embedding.shared_model import SharedEmbedder
 
     with tempfile.TemporaryDirectory(prefix="vpfp-") as tmp:
         os.chmod(tmp, 0o700)
@@ -339,7 +339,7 @@ def main() -> None:
                                       capture_output=True, text=True, check=True, env=env)
                 figures = json.loads(proc.stdout.strip().splitlines()[-1])
                 if mode == "shared":
-                    from vantage_peers.search.shared_model import SharedEmbedder
+                    from vantage_peers.embedding.shared_model import SharedEmbedder
 
                     info = SharedEmbedder(Path(tmp) / "h").info()
                     if info:

@@ -24,11 +24,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
+from vantage_peers.core.ids import now_ms  # noqa: E402
 from vantage_peers.db import Database, migrate  # noqa: E402
 from vantage_peers.domains.leases import paths, slots, sweep  # noqa: E402
 from vantage_peers.domains.tasks import lifecycle  # noqa: E402
 from vantage_peers.domains.tasks import store as tasks_store  # noqa: E402
-from vantage_peers.ids import now_ms  # noqa: E402
 
 
 def pct(values: list[float], p: float) -> float:
@@ -156,7 +156,7 @@ import sys, time
 from vantage_peers.db import Database
 from vantage_peers.domains.leases import paths, slots
 from vantage_peers.domains.tasks import lifecycle
-from vantage_peers.ids import now_ms
+from vantage_peers.core.ids import now_ms
 path, tid, ttl, who = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 db = Database(path)
 now = now_ms()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 
 def _settings(path: str):
-    from vantage_peers.settings import Settings
+    from vantage_peers.pipeline.settings import Settings
 
     return Settings.from_env({"VP_DB_PATH": path, "VP_SCHEDULER": "off"}, dotenv=False)
 

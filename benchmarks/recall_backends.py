@@ -25,11 +25,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from retrieval import scratch_postgres, vacuum_analyze  # noqa: E402
 from search import Corpus, LocalEmbedder, bulk_load, pct, timed  # noqa: E402
 
+from vantage_peers.core.ids import now_ms  # noqa: E402
 from vantage_peers.db import open_database  # noqa: E402
 from vantage_peers.domains.memory import indexer, store  # noqa: E402
 from vantage_peers.domains.memory import search as msearch  # noqa: E402
-from vantage_peers.ids import now_ms  # noqa: E402
-from vantage_peers.settings import Settings  # noqa: E402
+from vantage_peers.pipeline.settings import Settings  # noqa: E402
 
 NS = "bench/recall"
 

@@ -53,11 +53,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import identifiers  # noqa: E402
 
+from vantage_peers.core.ids import now_ms  # noqa: E402
 from vantage_peers.domains.memory import indexer, store  # noqa: E402
 from vantage_peers.domains.memory import search as msearch  # noqa: E402
-from vantage_peers.ids import now_ms  # noqa: E402
+from vantage_peers.embedding.embeddings import embedder_for  # noqa: E402
 from vantage_peers.search import fusion  # noqa: E402
-from vantage_peers.search.embeddings import embedder_for  # noqa: E402
 
 IR = ROOT.parent.parent / "shared" / "ir"
 DEFAULT_IR = IR if IR.is_dir() else Path("/work/shared/ir")
@@ -233,8 +233,8 @@ FUSIONS: dict[str, Callable[[Lists], list[Hashable]]] = {
 # -- running ------------------------------------------------------------------------------------
 def collect(coll: Collection, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     """Store, embed, and read both candidate lists for every query; time the shipped `hybrid`."""
+    from vantage_peers.pipeline.settings import Settings
     from vantage_peers.server import create_app
-    from vantage_peers.settings import Settings
 
     settings = Settings.from_env({"VP_EMBEDDINGS": "local", "VP_SCHEDULER": "off"}, dotenv=False).model_copy(
         update={"db_path": workdir / f"{coll.name}.db", "scheduler": False,

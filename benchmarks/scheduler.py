@@ -19,15 +19,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from vantage_peers.core.ids import now_ms  # noqa: E402
 from vantage_peers.db import Database, migrate  # noqa: E402
 from vantage_peers.domains.recurring import store  # noqa: E402
-from vantage_peers.ids import now_ms  # noqa: E402
 
 
 def ticking_process(path: str, tick: float, batch: int, barrier, stop, results) -> None:
-    from vantage_peers.scheduler import Scheduler, tick_now
+    from vantage_peers.pipeline.scheduler import Scheduler, tick_now
+    from vantage_peers.pipeline.settings import Settings
     from vantage_peers.server import create_app
-    from vantage_peers.settings import Settings
 
     settings = Settings.from_env({}, dotenv=False).model_copy(
         update={"db_path": Path(path), "scheduler": True, "tick_seconds": tick})

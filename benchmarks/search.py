@@ -32,6 +32,7 @@ import sqlite_vec
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from vantage_peers.core.ids import now_ms  # noqa: E402
 from vantage_peers.db import Database, migrate  # noqa: E402
 from vantage_peers.domains.memory import (  # noqa: E402
     indexer,
@@ -39,7 +40,6 @@ from vantage_peers.domains.memory import (  # noqa: E402
     vectors,  # noqa: E402
 )
 from vantage_peers.domains.memory import search as msearch  # noqa: E402
-from vantage_peers.ids import now_ms  # noqa: E402
 from vantage_peers.search import ann  # noqa: E402
 
 TYPES = ["fact", "decision", "note", "procedure", "architecture", "feedback"]
@@ -132,8 +132,8 @@ def store_through_tool(path: Path, samples: int, corpus: Corpus, namespace: str)
     from anyio.from_thread import start_blocking_portal
     from mcp import Client
 
+    from vantage_peers.pipeline.settings import Settings
     from vantage_peers.server import create_app
-    from vantage_peers.settings import Settings
 
     settings = Settings.from_env({}, dotenv=False).model_copy(update={"db_path": path, "scheduler": False})
     app = create_app(settings)
@@ -254,8 +254,8 @@ def embedding_io(args: argparse.Namespace, workdir: Path) -> None:
     import openai
 
     from vantage_peers.domains.memory import maintenance
-    from vantage_peers.search.embeddings import OpenAIEmbedder
-    from vantage_peers.settings import Settings
+    from vantage_peers.embedding.embeddings import OpenAIEmbedder
+    from vantage_peers.pipeline.settings import Settings
 
     print(f"\n== embedding I/O: fast loopback endpoint, {args.dims} dims ==")
     fake = FastEndpoint(args.dims)

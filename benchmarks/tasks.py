@@ -22,11 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from vantage_peers.core.ids import new_id, now_ms  # noqa: E402
 from vantage_peers.db import Database, open_database  # noqa: E402
 from vantage_peers.domains.tasks import lifecycle, store  # noqa: E402
 from vantage_peers.domains.tasks.rules import OPEN_STATUSES  # noqa: E402
-from vantage_peers.ids import new_id, now_ms  # noqa: E402
-from vantage_peers.settings import Settings  # noqa: E402
+from vantage_peers.pipeline.settings import Settings  # noqa: E402
 
 STATUSES = ["done"] * 6 + ["cancelled"] + ["todo", "in_progress", "review"]
 

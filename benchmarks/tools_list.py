@@ -19,9 +19,9 @@ from pathlib import Path
 import anyio
 from mcp.types import ListToolsResult
 
-from vantage_peers import toolsets
+from vantage_peers.pipeline import toolsets
+from vantage_peers.pipeline.settings import Settings
 from vantage_peers.server import INSTRUCTIONS, create_app
-from vantage_peers.settings import Settings
 from vantage_peers.ui.apps import with_ui_meta
 
 try:

@@ -22,10 +22,10 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 from mcp import Client
 
-from vantage_peers.app import App
 from vantage_peers.db import Database, open_database
+from vantage_peers.pipeline.app import App
+from vantage_peers.pipeline.settings import Settings
 from vantage_peers.server import create_app
-from vantage_peers.settings import Settings
 
 
 class ToolError(Exception):

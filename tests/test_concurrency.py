@@ -20,7 +20,7 @@ SENDER = textwrap.dedent(
     import sys, anyio
     from mcp import Client
     from vantage_peers.server import create_app
-    from vantage_peers.settings import Settings
+    from vantage_peers.pipeline.settings import Settings
 
     path, who, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     where = {"VP_DATABASE_URL": path} if path.startswith("postgresql://") else {"VP_DB_PATH": path}

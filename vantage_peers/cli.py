@@ -21,8 +21,8 @@ TTY_HINT = ("vantage-peers speaks MCP over stdio: it is started by an MCP client
 
 def _run_stdio() -> int:
     from .domains.leases.identity_file import publish
+    from .pipeline.settings import Settings
     from .server import create_app
-    from .settings import Settings
 
     app = create_app(Settings.from_env())
     publish(app.settings)  # #30: who works in this git work tree, on which database, for the git guard
@@ -33,7 +33,7 @@ def _run_stdio() -> int:
     heartbeat = liveness.start(app, "stdio")  # #30: this process's row and heartbeat (docs/presence.md)
     scheduler = None
     if app.settings.scheduler:
-        from .scheduler import Scheduler
+        from .pipeline.scheduler import Scheduler
 
         scheduler = Scheduler(app)
         scheduler.start()
@@ -172,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .safe_stderr import install
+    from .core.safe_stderr import install
 
     install()  # #19: a log line that cannot be written (full disk) never fails a call
     parser = build_parser()
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             from .domains.leases.cli import run as run_guard
 
             return run_guard(args)
-        from .settings import Settings, check_db_path
+        from .pipeline.settings import Settings, check_db_path
 
         check_db_path(Settings.from_env().db_path)
         if args.command == "doctor":
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `vantage-peers status | head`
         return 0
     except Exception as exc:  # noqa: BLE001 - a clean one-line error beats a traceback on the CLI
-        from .errors import VantageError
+        from .core.errors import VantageError
 
         if isinstance(exc, VantageError):
             print(f"vantage-peers: {exc}", file=sys.stderr)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from . import __version__
-from .settings import Settings
+from .pipeline.settings import Settings
 
 NETWORK_FS = {"nfs", "nfs4", "smbfs", "smb3", "cifs", "fuse", "9p", "afpfs", "webdav", "davfs", "sshfs"}
 
@@ -248,7 +248,7 @@ def _common_checks(settings: Settings, db, version: int, report: Report) -> int:
         report.fail("schema version", f"database at {current_version(db)}, code expects {latest}")
 
     def model_host():  # #20: mode, socket, the running host's pid
-        from .search.shared_model import doctor_lines
+        from .embedding.shared_model import doctor_lines
 
         return doctor_lines(settings)
 

@@ -8,10 +8,12 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-from . import __version__, idempotency, policy, sdk, toolsets
-from .app import App
+from . import __version__
+from .core import sdk
 from .db import open_database
-from .settings import Settings
+from .pipeline import idempotency, policy, toolsets
+from .pipeline.app import App
+from .pipeline.settings import Settings
 
 INSTRUCTIONS = (
     "vantage-peers: shared memory, messages, tasks and missions for a team of agents, on one local "

@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from .settings import Settings
+from .pipeline.settings import Settings
 
 OPEN_TASK_STATUSES = ("todo", "in_progress", "review", "blocked")
 

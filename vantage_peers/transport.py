@@ -34,8 +34,8 @@ import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-from . import limits
-from .sdk import claim_stdin, claim_stdout, create_context_streams, lowlevel
+from .core import limits
+from .core.sdk import claim_stdin, claim_stdout, create_context_streams, lowlevel
 
 MAX_UNANSWERED = 16  # requests read from stdin whose reply is not yet written
 

@@ -33,10 +33,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .core.errors import InvalidArgument
 from .db import Database
 from .domains.messaging import inbox
 from .domains.tasks import queue as _work  # noqa: F401  # registers the "work" kind (claimable tasks)
-from .errors import InvalidArgument
 
 EXIT_TIMEOUT = 3
 STATE_DIR_ENV = "VP_STATE_DIR"
@@ -285,7 +285,7 @@ def _run_wait(kinds_text: str, timeout: float | None, as_json: bool, state: str 
               ready: ReadyFd) -> int:
     import threading
 
-    from .settings import Settings
+    from .pipeline.settings import Settings
 
     kinds = parse_kinds(kinds_text)
     timeout = parse_timeout(timeout)

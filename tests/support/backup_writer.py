@@ -11,7 +11,7 @@ from pathlib import Path
 
 from vantage_peers.db import open_database
 from vantage_peers.domains.memory import store
-from vantage_peers.settings import Settings
+from vantage_peers.pipeline.settings import Settings
 
 
 def main() -> None:

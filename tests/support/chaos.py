@@ -37,8 +37,8 @@ def worker_main(path: str, who: str, log: str, mode: str, seed: str, tasks_file:
     import anyio
     from mcp import Client
 
+    from vantage_peers.pipeline.settings import Settings
     from vantage_peers.server import create_app
-    from vantage_peers.settings import Settings
 
     rng = random.Random(int(seed))
     tasks = Path(tasks_file).read_text().split()
@@ -99,8 +99,8 @@ def _env(target: str, mode: str) -> dict[str, str]:
 def prepare(path: Path, mode: str, tasks: int, workers: int, database_url: str | None = None) -> Path:
     """A fresh file with profiles (fixed broadcast audience) and `tasks` todo tasks to race for, assigned
     to a pool (an assignee nobody runs as: any worker may claim them, as in a real team)."""
+    from vantage_peers.core.ids import new_id
     from vantage_peers.db import Database, migrate, open_target
-    from vantage_peers.ids import new_id
 
     db = open_target(database_url) if database_url else Database(path, journal_mode=mode)
     migrate(db)
@@ -151,8 +151,8 @@ def run(path: Path, *, mode: str = "wal", workers: int = 3, seconds: float = 6.0
     if fork:
         # Forked from this process, which has imported everything and built the tools once, a worker
         # serves within a fraction of a second (a fresh interpreter needs seconds on a loaded machine).
+        from vantage_peers.pipeline.settings import Settings
         from vantage_peers.server import create_app
-        from vantage_peers.settings import Settings
 
         create_app(Settings.from_env(_env(target, mode), dotenv=False)).db.close()
 

@@ -49,3 +49,19 @@ def child_race(path: str, writer: str, pattern_ids: list[str], barrier, results,
             won.append((pattern_id, out["attemptId"]))
     db.close()
     results.put((writer, won))
+
+
+# The fake embedder maps synonyms to one concept: "database" ~ "datastore", "release" ~ "rollout".
+TARGET = {"symptom": "Datastore rows vanish after every rollout",
+          "rootCause": "Migrations run twice when two pods start together"}
+OTHERS = [("Login button unresponsive on Safari", "Event listener attached before hydration"),
+          ("Images blurry on retina screens", "Missing srcset for 2x assets"),
+          ("Invoice totals rounded wrongly", "Float arithmetic on money amounts")]
+QUERY = "database release"  # shares no keyword with any pattern
+
+
+def seed(tools, project="myreeldream"):
+    target = create(tools, sourceProject=project, tags=[], stack=[], **TARGET)
+    for symptom, cause in OTHERS:
+        create(tools, symptom=symptom, rootCause=cause, tags=[], stack=[], sourceProject=project)
+    return target

@@ -7,8 +7,8 @@ import time
 
 from vantage_peers.domains.github import monitors
 from vantage_peers.domains.github.sender import Sender
+from vantage_peers.pipeline.settings import Settings
 from vantage_peers.server import create_app
-from vantage_peers.settings import Settings
 
 if __name__ == "__main__":
     app = create_app(Settings.from_env())

@@ -10,7 +10,7 @@ parent then checks, from the log and the file:
 - in the file, the holding intervals [grantedAt, end) of one key never overlap, tokens are unique;
 - every lease of a killed holder was released by the first sweep at or after its expiry (so
   within TTL + one tick of the holder's last renewal), and none is left unreleased.
-Used by tests/test_leases_chaos.py (seconds) and benchmarks/leases.py.
+Used by tests/domains/leases/test_leases_chaos.py (seconds) and benchmarks/leases.py.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ REPO = "chaos/repo"
 
 
 def worker_main(path: str, who: str, instance: str, log: str, seed: str, ttl_ms: str) -> None:
+    from vantage_peers.core.ids import now_ms
     from vantage_peers.db import open_target
     from vantage_peers.domains.leases import paths, slots
     from vantage_peers.domains.leases import store as leases
     from vantage_peers.domains.tasks import lifecycle
-    from vantage_peers.ids import now_ms
 
     rng = random.Random(int(seed))
     ttl = int(ttl_ms)
@@ -127,9 +127,9 @@ def spawn(path: Path, who: str, instance: str, log: Path, seed: int, ttl_ms: int
 def run(tmp: Path, *, seconds: float, workers: int = 4, ttl_ms: int = 1500, tick_ms: int = 300,
         kill_every: float = 0.4, seed: int = 1, database_url: str | None = None) -> dict[str, Any]:
     """Run the chaos, then wait TTL + 2 ticks with the sweeper still on; returns figures and the log."""
+    from vantage_peers.core.ids import now_ms
     from vantage_peers.db import open_target
     from vantage_peers.domains.leases import sweep
-    from vantage_peers.ids import now_ms
 
     rng = random.Random(seed)
     path, log = tmp / "leases.db", tmp / "leases.log"

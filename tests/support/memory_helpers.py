@@ -196,7 +196,7 @@ def child_embed(path: str, base_url: str, owner: str) -> dict[str, Any]:
     """Run embedding workers against the fake server until no job is left."""
     from vantage_peers.db import Database
     from vantage_peers.domains.memory import indexer
-    from vantage_peers.search.embeddings import OpenAIEmbedder
+    from vantage_peers.embedding.embeddings import OpenAIEmbedder
 
     db = Database(path)
     embedder = OpenAIEmbedder(model=MODEL, api_key=API_KEY, base_url=base_url, dimensions=None)

@@ -8,7 +8,7 @@ import signal
 import time
 from pathlib import Path
 
-MODULE = "vantage_peers.search.model_host"
+MODULE = "vantage_peers.embedding.model_host"
 
 
 def hosts(under: Path | None = None) -> dict[int, Path]:
@@ -43,3 +43,14 @@ def _alive(pid: int) -> bool:
         return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z"
     except OSError:
         return False
+
+
+def wait_until(condition, seconds: float = 60.0, step: float = 0.05):
+    """`condition()`'s first truthy value within `seconds`, else its last (falsy) one."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(step)
+    return condition()

@@ -22,7 +22,7 @@ HOOK_NAMES = (
     "auto-compact-reminder",
     "enforce-mission-template",
     "enforce-brief-template",
-    "inbox-digest",  # #21 wake-up hooks (tests/test_wake_hooks.py)
+    "inbox-digest",  # #21 wake-up hooks (tests/plugin/test_wake_hooks.py)
     "wake-on-message",
 )
 OPTIONAL_HOOKS = ("enforce-ship-24-7",)  # shipped as a script, opt-in, not in hooks.json

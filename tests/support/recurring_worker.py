@@ -47,10 +47,10 @@ def ticker(path: str, clock, stop, ready, stalled=None) -> None:
 
 def job_runner(path: str, steps: list[int], barrier, queue) -> None:
     """Run a real Scheduler on a simulated clock, step by step in lockstep with the other processes."""
-    from vantage_peers.app import App
     from vantage_peers.db import Database
-    from vantage_peers.scheduler import Scheduler, tick_now
-    from vantage_peers.settings import Settings
+    from vantage_peers.pipeline.app import App
+    from vantage_peers.pipeline.scheduler import Scheduler, tick_now
+    from vantage_peers.pipeline.settings import Settings
 
     db = Database(Path(path))
     app = App(Settings(db_path=Path(path), scheduler=False), db)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
+from vantage_peers.core.ids import now_ms
 from vantage_peers.db import open_target
 from vantage_peers.domains.tasks import lifecycle
-from vantage_peers.ids import now_ms
 
 
 def race(path: str, proc: int, threads: int, task_ids: list[str], barrier, results) -> None:

@@ -1,4 +1,4 @@
-"""One worker of the team test (tests/test_team_e2e.py): an agent loop over its own real stdio
+"""One worker of the team test (tests/domains/tasks/test_team_e2e.py): an agent loop over its own real stdio
 `vantage-peers` server, as docs/coordination.md tells an agent to run it.
 
     python team_worker.py <out.jsonl> [--victim]

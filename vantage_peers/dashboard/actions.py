@@ -15,14 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.errors import InvalidArgument, InvalidState
+from ..core.ids import new_id, now_ms
 from ..db import Connection, Database
 from ..domains.messaging import store as messaging
 from ..domains.recurring import store as recurring
 from ..domains.tasks import lifecycle
 from ..domains.tasks import store as tasks
 from ..domains.tasks.rules import SYSTEM, TERMINAL_TASK
-from ..errors import InvalidArgument, InvalidState
-from ..ids import new_id, now_ms
 
 HUMAN_PREFIX = "human:"
 MAX_NAME_CHARS = 64

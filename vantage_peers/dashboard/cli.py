@@ -25,7 +25,7 @@ def run_dashboard(port: int = 8765, *, open_browser: bool = False, name: str | N
     import uvicorn
 
     from ..db import open_database
-    from ..settings import Settings
+    from ..pipeline.settings import Settings
     from . import build_dashboard
     from .actions import check_name
 

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 from starlette.responses import RedirectResponse, Response
 
-from ..errors import NotFound
+from ..core.errors import NotFound
 from . import actions
 from .actions import Operator
 from .login import check_login

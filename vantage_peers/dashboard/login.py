@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hmac
 
+from ..core.errors import Forbidden
 from ..db import Database
-from ..errors import Forbidden
 from ..http import profiles
 from ..http.tokens import digest, same
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import cron
+from ..core import cron
+from ..core.errors import InvalidArgument
 from ..db import Connection, loads
 from ..db.paging import keyset_page
 from ..domains.memory import search as msearch
@@ -20,7 +21,6 @@ from ..domains.recurring import store as recurring
 from ..domains.tasks import segments
 from ..domains.tasks import store as tasks
 from ..domains.tasks.rules import OPEN_STATUSES, PRIORITIES, TASK_STATUSES, status_sql
-from ..errors import InvalidArgument
 
 PAGE = 25
 BOARD_CARDS = 12  # cards per status column; "more" opens that column as a paged list

@@ -21,8 +21,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from ..core.errors import Forbidden, InvalidArgument, NotFound, VantageError
 from ..db import Database
-from ..errors import Forbidden, InvalidArgument, NotFound, VantageError
 from . import i18n, login
 from .live import Hub
 from .security import (

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import apsw
 
-from ..errors import Busy
+from ..core.errors import Busy
 
 T = TypeVar("T")
 BUSY_ERRORS = (apsw.BusyError, apsw.LockedError)

@@ -21,7 +21,7 @@ from typing import Any
 
 import apsw
 
-from ..errors import VantageError
+from ..core.errors import VantageError
 
 FULL_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG}
 READ_ONLY_ERRNOS = {errno.EROFS, errno.EPERM, errno.EACCES}

@@ -23,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import VantageError
+from ..core.errors import VantageError
 
 CHECK_INTERVAL_SECONDS = 0.3
 

@@ -14,8 +14,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
-from ..envelope import fit_envelope
-from ..errors import InvalidArgument
+from ..core.envelope import fit_envelope
+from ..core.errors import InvalidArgument
 from .connection import Connection, Row, loads
 
 DEFAULT_LIMIT = 20

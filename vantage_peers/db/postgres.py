@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from typing import Any, TypeVar
 
-from ..errors import InvalidArgument, VantageError
+from ..core.errors import InvalidArgument, VantageError
 from . import busy
 from .busy import CallScope
 from .dialect import identifiers, to_postgres

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import NotFound
-from ..ids import new_id, now_ms
+from ..core.errors import NotFound
+from ..core.ids import new_id, now_ms
 from .connection import Connection, Row, dumps
 from .paging import DEFAULT_LIMIT, equals, keyset_page, to_doc
 

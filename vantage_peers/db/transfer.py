@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import VantageError
+from ..core.errors import VantageError
 from . import busy
 from .dialect import is_postgres_url as is_url
 from .migrate import current_version, latest_version, migrate, schema_sql, steps
@@ -221,7 +221,7 @@ def check_columns(conn: Any, specs: Sequence[TableSpec]) -> None:
         missing = [c for c in spec.columns if c.lower() not in have or have[c.lower()]]
         if missing:
             raise TransferError(f"PostgreSQL's {spec.name} lacks the columns {missing} that SQLite's has; "
-                                "the two schemas have drifted apart (tests/test_postgres_schema.py)")
+                                "the two schemas have drifted apart (tests/db/test_postgres_schema.py)")
 
 
 def _insert(conn: Any, spec: TableSpec, rows: Sequence[tuple[Any, ...]]) -> None:

@@ -23,10 +23,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ..core.errors import NotFound, VantageError
+from ..core.ids import now_ms
+from ..core.scopes import Principal
 from ..db import Database
-from ..errors import NotFound, VantageError
-from ..ids import now_ms
-from ..scopes import Principal
 from . import profiles, store
 from .tokens import new_client_id, new_secret
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import VantageError
+from ..core.errors import VantageError
 
 MAX_BYTES = 5 * 1024
 TIMEOUT_S = 5.0

@@ -18,8 +18,8 @@ import jwt
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from ..core.ids import now_ms
 from ..db import Database
-from ..ids import now_ms
 from . import store
 from .tokens import digest, new_secret
 

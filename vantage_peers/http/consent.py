@@ -18,7 +18,7 @@ from mcp.server.auth.provider import construct_redirect_uri
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from ..ids import now_ms
+from ..core.ids import now_ms
 from . import profiles, store
 from .consent_text import access_html
 from .limits import redirect_uri_problem

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core.errors import InvalidArgument, NotFound
+from ..core.ids import now_ms
+from ..core.scopes import ScopeProfile
 from ..db.connection import Connection
-from ..errors import InvalidArgument, NotFound
-from ..ids import now_ms
-from ..scopes import ScopeProfile
 
 MASTER = "master"
 CLIENT_GENERIC = "client-generic"

@@ -25,10 +25,10 @@ from mcp.server.auth.provider import (
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
+from ..core.errors import VantageError
+from ..core.ids import new_id, now_ms
+from ..core.scopes import Principal
 from ..db import Database
-from ..errors import VantageError
-from ..ids import new_id, now_ms
-from ..scopes import Principal
 from . import profiles, store
 from .cimd import CimdRefused, DocumentCache, is_cimd_client_id
 from .cimd_store import upsert_cimd_client

@@ -20,7 +20,7 @@ GRACE_SECONDS = 10
 
 
 def run_serve(host: str | None = None, port: int | None = None, *, no_auth: bool = False, workers: int = 1) -> int:
-    from ..settings import Settings
+    from ..pipeline.settings import Settings
 
     settings = Settings.from_env()
     host = host or settings.host
@@ -64,7 +64,7 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
     mount_dashboard(starlette, app, host=host, no_auth=no_auth)
     scheduler = None
     if settings.scheduler:
-        from ..scheduler import Scheduler
+        from ..pipeline.scheduler import Scheduler
 
         scheduler = Scheduler(app)
         scheduler.start()

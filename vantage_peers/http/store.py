@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core.errors import NotFound
 from ..db.connection import Connection
-from ..errors import NotFound
 
 CLIENT_COLUMNS = "clientId, name, redirectUris, grantTypes, authMethod, scope, scopeProfile, registeredVia, createdAt, revokedAt"
 

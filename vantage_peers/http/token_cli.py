@@ -51,9 +51,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run_token(args: argparse.Namespace) -> int:
+    from ..core.ids import now_ms
     from ..db import open_database
-    from ..ids import now_ms
-    from ..settings import Settings
+    from ..pipeline.settings import Settings
     from . import admin, profiles, store
 
     db = open_database(Settings.from_env())

@@ -16,8 +16,8 @@ from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument, UserMessag
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
-from ..policy import default_identity
-from ..sdk import current_principal
+from ..core.sdk import current_principal
+from ..pipeline.policy import default_identity
 from .workflows import WORKFLOWS, Workflow, identity_line, render
 
 MAX_ARG_CHARS = 2_000  # prompt arguments are echoed into the text; keep a hostile one from bloating it

@@ -25,7 +25,8 @@ from typing import Any
 from mcp.server.apps import APP_MIME_TYPE, Apps, client_supports_apps
 from mcp.types import CallToolResult, ListToolsResult, Tool
 
-from .. import __version__, sdk
+from .. import __version__
+from ..core import sdk
 from .emit import EMITTERS, payload_for
 from .i18n import LANGS
 from .render import RENDERERS

@@ -19,10 +19,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.resources import FunctionResource
 from mcp.server.mcpserver.resources.templates import ResourceSecurity
 
+from ..core.errors import InvalidArgument, NotFound, VantageError
+from ..core.sdk import add_resource_template, current_principal
 from ..db import Connection
-from ..errors import InvalidArgument, NotFound, VantageError
-from ..policy import read_prefixes, readers_of
-from ..sdk import add_resource_template, current_principal
+from ..pipeline.policy import read_prefixes, readers_of
 from .i18n import LANGS
 from .render import RENDERERS
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...app import App
+from ...core.envelope import cut
+from ...core.errors import InvalidArgument
+from ...core.validators import MAX_CONTENT_BYTES, MAX_FIELD_BYTES, require_query, text, text_list
 from ...db.paging import Fields, check_fields, clamp_limit
-from ...envelope import cut
-from ...errors import InvalidArgument
+from ...pipeline.app import App
 from ...search.doctrine import with_doctrine
-from ...validators import MAX_CONTENT_BYTES, MAX_FIELD_BYTES, require_query, text, text_list
 from . import store
 
 # Spec §27.14: the VP-Sources doctrine follows these two descriptions verbatim.

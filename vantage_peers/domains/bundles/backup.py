@@ -24,8 +24,8 @@ from typing import Any
 
 import apsw
 
+from ...core.errors import VantageError
 from ...db.migrate import latest_version
-from ...errors import VantageError
 
 BUSY_MS = 10_000
 

@@ -25,7 +25,7 @@ def _print(result: dict[str, Any]) -> None:
 
 
 def _settings():
-    from ...settings import Settings
+    from ...pipeline.settings import Settings
 
     return Settings.from_env()
 
@@ -38,7 +38,7 @@ def run_export(args: argparse.Namespace) -> int:
     db = open_database(settings)
     out = Path(args.output)
     if not out.parent.is_dir():
-        from ...errors import InvalidArgument
+        from ...core.errors import InvalidArgument
 
         raise InvalidArgument(f"the directory of {out} does not exist")
     partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
@@ -57,8 +57,8 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    from ...core.errors import InvalidArgument
     from ...db import open_database
-    from ...errors import InvalidArgument
     from .service import import_bundle, load
 
     path = Path(args.file)
@@ -98,7 +98,7 @@ def _clean_io(handler: Handler) -> Handler:
     """A missing directory or unreadable file is a one-line `IO_ERROR`, not a traceback."""
 
     def run(args: argparse.Namespace) -> int:
-        from ...errors import VantageError
+        from ...core.errors import VantageError
 
         try:
             return handler(args)

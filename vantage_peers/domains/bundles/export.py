@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from ...core.ids import now_ms
 from ...db import Connection, Row, loads
-from ...ids import now_ms
 
 PROJECT_PREFIX = "project/"
 MEMORY_COLS = ("id", "type", "content", "createdBy", "relations", "isLatest", "supersededBy", "deletedAt", "ttl",

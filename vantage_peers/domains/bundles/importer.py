@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.errors import Forbidden
+from ...core.ids import new_id, now_ms
+from ...core.rbac import Actor
 from ...db import Connection, dumps
-from ...errors import Forbidden
-from ...ids import new_id, now_ms
-from ...rbac import Actor
 from . import export
 from .format import Bundle
 

@@ -6,11 +6,11 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from ... import __version__
+from ...core.errors import Conflict, InvalidArgument
+from ...core.ids import now_ms
+from ...core.rbac import Actor
 from ...db import Database
 from ...db.integrity import constraint_errors
-from ...errors import Conflict, InvalidArgument
-from ...ids import now_ms
-from ...rbac import Actor
 from ..memory.store import check_namespace
 from . import export, importer
 from .check import check_records

@@ -12,8 +12,8 @@ import hashlib
 import io
 from typing import Any, Literal
 
-from ...app import App
-from ...errors import InvalidArgument
+from ...core.errors import InvalidArgument
+from ...pipeline.app import App
 from .format import MCP_LIMITS
 from .service import export_bundle, import_bundle, load, report
 

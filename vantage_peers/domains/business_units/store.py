@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.errors import Conflict
+from ...core.rbac import require_party
 from ...db import Connection
 from ...db.table import Table
-from ...errors import Conflict
-from ...rbac import require_party
 
 STATUSES = ("idea", "building", "live", "revenue")
 DEFAULT_MANAGEMENT_FEE = 10

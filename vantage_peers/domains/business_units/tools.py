@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ...app import App
+from ...core.errors import InvalidArgument
+from ...core.validators import check_name, json_object, number, text, text_list
 from ...db.paging import Fields
-from ...errors import InvalidArgument
-from ...validators import check_name, json_object, number, text, text_list
+from ...pipeline.app import App
 from . import store
 
 BuStatus = Literal["idea", "building", "live", "revenue"]

@@ -10,12 +10,12 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from ...core.errors import NotFound
+from ...core.ids import new_id, now_ms
+from ...core.rbac import require_party
 from ...db import Connection
 from ...db.paging import equals
 from ...db.table import Table
-from ...errors import NotFound
-from ...ids import new_id, now_ms
-from ...rbac import require_party
 from ...search.fts import fts_query
 from ...search.keyword import keyword_docs
 

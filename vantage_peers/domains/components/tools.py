@@ -6,11 +6,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ...app import App
+from ...core.envelope import cut
+from ...core.errors import InvalidArgument
+from ...core.validators import MAX_CONTENT_BYTES, require_query, text
 from ...db.paging import Fields, clamp_limit
-from ...envelope import cut
-from ...errors import InvalidArgument
-from ...validators import MAX_CONTENT_BYTES, require_query, text
+from ...pipeline.app import App
 from . import store
 
 ComponentType = Literal["agent", "skill", "hook", "plugin"]

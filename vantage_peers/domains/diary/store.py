@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.envelope import fit_envelope
+from ...core.ids import new_id, now_ms
 from ...db import Connection, dumps
 from ...db.table import Table
-from ...envelope import fit_envelope
-from ...ids import new_id, now_ms
 
 DIARY = Table(
     name="diary", prefix="dia", label="diary entry", json_cols=("highlights", "blockers"),

@@ -6,11 +6,11 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...app import App
+from ...core.errors import InvalidArgument
+from ...core.rbac import require_party
+from ...core.validators import MAX_CONTENT_BYTES, iso_date, text, text_list
 from ...db.paging import Fields, clamp_limit
-from ...errors import InvalidArgument
-from ...rbac import require_party
-from ...validators import MAX_CONTENT_BYTES, iso_date, text, text_list
+from ...pipeline.app import App
 from . import store
 
 

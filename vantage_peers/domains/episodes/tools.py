@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...app import App
+from ...core.ids import now_ms
+from ...core.validators import MAX_CONTENT_BYTES, check_choice, require_query, require_text
 from ...db.paging import Fields, check_fields, clamp_limit
-from ...ids import now_ms
-from ...validators import MAX_CONTENT_BYTES, check_choice, require_query, require_text
+from ...pipeline.app import App
 from ..memory import search
 from ..memory import store as memories
 from ..memory.models import EPISODE_FIELDS, SEVERITIES, SeverityArg

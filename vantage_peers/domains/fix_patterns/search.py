@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ...core.envelope import cut
 from ...db import Connection, Row
 from ...db.paging import equals
-from ...envelope import cut
 from ...search import vectors
 from ...search.fts import fts_query
 from ...search.fusion import convex, fused_docs

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ...core.envelope import fit_envelope
+from ...core.errors import InvalidArgument, NotFound
+from ...core.ids import new_id, now_ms
 from ...db import Connection, Row, dumps, loads
 from ...db.paging import equals, keyset_page, to_doc
-from ...envelope import fit_envelope
-from ...errors import InvalidArgument, NotFound
-from ...ids import new_id, now_ms
 
 SEVERITIES = ("critical", "major", "minor")
 JSON_COLS = ("files", "tags", "stack", "linkedIssueIds")

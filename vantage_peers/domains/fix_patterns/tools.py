@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import StrictBool
 
-from ...app import App
+from ...core.ids import now_ms
+from ...core.validators import MAX_CONTENT_BYTES, require_query, text, text_list
 from ...db.paging import Fields, check_fields, clamp_limit
-from ...ids import now_ms
-from ...validators import MAX_CONTENT_BYTES, require_query, text, text_list
+from ...pipeline.app import App
 from ..memory.services import services
 from . import search, store
 from .embedding import CORPUS, VEC

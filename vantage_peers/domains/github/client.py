@@ -1,6 +1,6 @@
 """A small GitHub REST client over `outbound` (no extra dependency), with GitHub's rate-limit headers read.
 
-Every request goes through `vantage_peers.outbound`: the token never follows a redirect to another host.
+Every request goes through `vantage_peers.core.outbound`: the token never follows a redirect to another host.
 
 Only the scheduler's outbox job calls it. `GITHUB_API_URL` (default https://api.github.com) lets
 tests and GitHub Enterprise (`https://host/api/v3`) point elsewhere.
@@ -13,7 +13,8 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
-from ... import __version__, outbound
+from ... import __version__
+from ...core import outbound
 
 API_VERSION = "2022-11-28"
 TIMEOUT_SECONDS = 20.0

@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from ...errors import InvalidArgument
+from ...core.errors import InvalidArgument
 
 REPO_SLUG = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 ISSUE_STATUSES = ("open", "in_progress", "fixed", "verified", "closed")

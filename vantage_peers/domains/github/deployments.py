@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from ...core.errors import NotFound
+from ...core.ids import new_id, now_ms
 from ...db import Connection, Row
 from ...db.paging import equals, keyset_page, to_doc
-from ...errors import NotFound
-from ...ids import new_id, now_ms
 from . import outbox
 
 DEPLOYMENT_HIDDEN = ("leaseOwner", "leaseUntil")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...db import Database
-from ...settings import Settings
+from ...pipeline.settings import Settings
 
 
 def doctor_checks(settings: Settings, db: Database) -> list[tuple[str, str, str]]:

@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ...core.ids import now_ms
+from ...core.rbac import SYSTEM
 from ...db import Connection, Row, loads
-from ...ids import now_ms
-from ...rbac import SYSTEM
 from ..missions import store as missions
 from ..templates import store as templates
 from . import issues, outbox

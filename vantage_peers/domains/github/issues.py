@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...core.envelope import fit_envelope
+from ...core.errors import InvalidState, NotFound
+from ...core.ids import new_id, now_ms
 from ...db import Connection, Row, dumps
 from ...db.paging import clamp_limit, decode_cursor, encode_cursor, project, to_doc
-from ...envelope import fit_envelope
-from ...errors import InvalidState, NotFound
-from ...ids import new_id, now_ms
 from .common import ISSUE_STATUSES
 
 ISSUE_LITE = ("_id", "_creationTime", "repo", "issueNumber", "title", "status", "project")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.ids import new_id, now_ms
 from ...db import Connection, Row
 from ...db.paging import keyset_page, to_doc
-from ...ids import new_id, now_ms
 
 MAPPING_LITE = ("_id", "_creationTime", "repo", "orchestrator", "project")
 

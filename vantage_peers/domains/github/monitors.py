@@ -15,8 +15,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ...core.ids import new_id, now_ms
 from ...db import Connection, dumps
-from ...ids import new_id, now_ms
 from ..messaging import store as messaging
 from . import deployments, outbox
 from .client import fetch_json

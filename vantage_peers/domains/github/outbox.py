@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from ...core.ids import new_id, now_ms
 from ...db import Connection, Row, dumps, loads
-from ...ids import new_id, now_ms
 
 MAX_ATTEMPTS = 8
 LEASE_MS = 120_000

@@ -18,8 +18,8 @@ import os
 import uuid
 from typing import Any
 
+from ...core.ids import now_ms
 from ...db import Connection, Row
-from ...ids import now_ms
 from . import deployments, outbox
 from .client import GitHubClient, Response
 

@@ -11,12 +11,12 @@ import re
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-from ...app import App
+from ...core.errors import InvalidArgument
+from ...core.ids import now_ms
+from ...core.validators import check_name
 from ...db.paging import Fields
-from ...errors import InvalidArgument
-from ...ids import now_ms
-from ...policy import Owns, row_loader
-from ...validators import check_name
+from ...pipeline.app import App
+from ...pipeline.policy import Owns, row_loader
 from ..fix_patterns import store as fix_patterns
 from ..tasks import issue_links
 from . import deployments, irp, issues, mappings, monitors, webhook

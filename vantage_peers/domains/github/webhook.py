@@ -21,9 +21,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ... import limits
+from ...core import limits
+from ...core.ids import now_ms
 from ...db import Connection
-from ...ids import now_ms
 from . import irp, issues, mappings
 from .common import REPO_SLUG, clip, iso_to_ms
 

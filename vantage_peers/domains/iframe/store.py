@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from ...core.errors import Conflict, InvalidArgument
+from ...core.ids import new_id, now_ms
 from ...db import Connection
 from ...db.paging import to_doc
-from ...errors import Conflict, InvalidArgument
-from ...ids import new_id, now_ms
 
 MAX_ID_CHARS = 200
 MAX_ORIGIN_CHARS = 2048

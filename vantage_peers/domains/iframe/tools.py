@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...app import App
-from ...errors import InvalidArgument
-from ...ids import now_ms
-from ...policy import Owns, row_loader
-from ...validators import check_name
+from ...core.errors import InvalidArgument
+from ...core.ids import now_ms
+from ...core.validators import check_name
+from ...pipeline.app import App
+from ...pipeline.policy import Owns, row_loader
 from . import store
 
 CLEANUP_EVERY_SECONDS = 3600

@@ -13,8 +13,8 @@ import re
 from collections import Counter
 from typing import Any
 
+from ...core.ids import now_ms
 from ...db import Connection
-from ...ids import now_ms
 
 DAY_MS = 86_400_000
 MAX_SAMPLES = 50

@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...app import App
-from ...validators import check_name
+from ...core.validators import check_name
+from ...pipeline.app import App
 from . import store
 
 

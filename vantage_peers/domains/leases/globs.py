@@ -18,7 +18,7 @@ import unicodedata
 
 import pathspec
 
-from ...errors import InvalidArgument
+from ...core.errors import InvalidArgument
 
 MAX_PATTERNS = 200
 MAX_PATTERN_CHARS = 1_000

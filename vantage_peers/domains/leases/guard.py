@@ -169,7 +169,7 @@ def database_settings(chosen: identity_file.Choice):
     """(Settings, where the database came from): the server's own settings (Settings.from_env); when the
     shell names no database (VP_DATABASE_URL, VP_DB_PATH), the one in the workspace identity file."""
     from ...db.dialect import is_postgres_url
-    from ...settings import Settings
+    from ...pipeline.settings import Settings
 
     try:
         settings = Settings.from_env()

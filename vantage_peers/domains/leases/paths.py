@@ -19,10 +19,10 @@ import math
 import time
 from typing import Any
 
+from ...core.errors import Forbidden, InvalidArgument, NotFound, VantageError
+from ...core.ids import now_ms
+from ...core.rbac import SYSTEM
 from ...db import Connection, Database, Row, current_scope
-from ...errors import Forbidden, InvalidArgument, NotFound, VantageError
-from ...ids import now_ms
-from ...rbac import SYSTEM
 from ..messaging import store as messaging
 from . import globs, sweep
 from . import repo as repos

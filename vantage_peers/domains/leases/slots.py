@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.errors import InvalidArgument
 from ...db import Connection
 from ...db.paging import clamp_limit, decode_cursor, encode_cursor
-from ...errors import InvalidArgument
 from . import store as leases
 from . import sweep
 

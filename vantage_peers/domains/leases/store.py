@@ -25,10 +25,10 @@ from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
+from ...core.errors import InvalidArgument, VantageError
+from ...core.ids import new_id
 from ...db import Connection, Row
 from ...db.paging import keyset_page
-from ...errors import InvalidArgument, VantageError
-from ...ids import new_id
 
 KINDS = ("task", "path", "slot")
 MIN_TTL_SECONDS = 1

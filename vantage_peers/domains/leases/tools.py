@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...app import App
+from ...core.errors import InvalidArgument
+from ...core.ids import now_ms
+from ...core.validators import check_name
 from ...db.paging import Fields
-from ...errors import InvalidArgument
-from ...ids import now_ms
-from ...scheduler import tick_now
-from ...validators import check_name
+from ...pipeline.app import App
+from ...pipeline.scheduler import tick_now
 from ..tasks import claims
 from . import paths as path_store
 from . import slots, sweep

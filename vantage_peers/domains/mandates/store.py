@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.errors import InvalidArgument, InvalidState, VantageError
+from ...core.ids import new_id, now_ms
+from ...core.rbac import require_party
 from ...db import Connection, Row, loads
 from ...db.paging import to_doc
 from ...db.table import Table
-from ...errors import InvalidArgument, InvalidState, VantageError
-from ...ids import new_id, now_ms
-from ...rbac import require_party
 
 STATUSES = ("requested", "accepted", "in_progress", "delivered", "settled")
 NEXT = {"requested": "accepted", "accepted": "in_progress", "in_progress": "delivered", "delivered": "settled"}

@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ...app import App
+from ...core.errors import InvalidArgument
+from ...core.validators import check_name, number, text, text_list
 from ...db.paging import Fields
-from ...errors import InvalidArgument
-from ...validators import check_name, number, text, text_list
+from ...pipeline.app import App
 from . import store
 
 MandateStatus = Literal["requested", "accepted", "in_progress", "delivered", "settled"]

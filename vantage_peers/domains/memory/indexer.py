@@ -21,11 +21,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ...core.ids import now_ms
 from ...db import Connection, Database
-from ...ids import now_ms
-from ...search import vectors
-from ...search.corpus import Corpus
-from ...search.embeddings import (
+from ...embedding.embeddings import (
     BATCH_TIMEOUT_S,
     PER_ITEM_STATUSES,
     SAFE_INPUT_BYTES,
@@ -33,6 +31,8 @@ from ...search.embeddings import (
     EmbeddingError,
     shorten,
 )
+from ...search import vectors
+from ...search.corpus import Corpus
 from .vectors import MEMORIES as MEMORY_VECTORS
 
 log = logging.getLogger("vantage_peers.embeddings")

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from ...db import Database
+from ...embedding.embeddings import EmbeddingError, embedder_for
 from ...search.corpus import Corpus
-from ...search.embeddings import EmbeddingError, embedder_for
 from . import indexer, vectors
 
 PROBE_TIMEOUT_S = 10.0

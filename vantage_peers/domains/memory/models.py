@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
-from ...validators import check_choice
+from ...core.validators import check_choice
 
 # Spec §1.22: the union of both documented sets.
 MEMORY_TYPES = ("user", "feedback", "project", "reference", "episode", "fact", "decision", "architecture",

@@ -21,8 +21,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from ...core.envelope import cut
 from ...db import Connection, Row
-from ...envelope import cut
 from ...search.fts import MAX_TOKENS, fts_query, query_tokens, ranked
 from ...search.fusion import convex, fused_docs
 from ...search.keyword import keyword_rows

@@ -16,7 +16,7 @@ import uuid
 from collections import OrderedDict
 from typing import Any
 
-from ...search.embeddings import Embedder, EmbeddingError, embedder_for
+from ...embedding.embeddings import Embedder, EmbeddingError, embedder_for
 from . import vectors
 
 QUERY_TIMEOUT_S = 3.0

@@ -9,11 +9,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from ...core.errors import InvalidArgument, NotFound
+from ...core.ids import new_id, now_ms
+from ...core.scopes import byte_range, sql_filter
 from ...db import Connection, Row, dumps
 from ...db.paging import keyset_page, to_doc
-from ...errors import InvalidArgument, NotFound
-from ...ids import new_id, now_ms
-from ...scopes import byte_range, sql_filter
 from ...search.vectors import Scope
 from .models import EPISODE_FIELDS
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...app import App
+from ...core.errors import InvalidArgument
+from ...core.ids import now_ms
+from ...core.validators import MAX_CONTENT_BYTES, check_choice, require_query, require_text
 from ...db.paging import Fields, check_fields, clamp_limit
-from ...errors import InvalidArgument
-from ...ids import now_ms
-from ...policy import row_loader
+from ...pipeline.app import App
+from ...pipeline.policy import row_loader
 from ...search.doctrine import with_doctrine
-from ...validators import MAX_CONTENT_BYTES, check_choice, require_query, require_text
 from . import indexer, search, store
 from .models import (
     MEMORY_TYPES,

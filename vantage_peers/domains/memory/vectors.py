@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...core.scopes import byte_range
 from ...db import Connection
-from ...scopes import byte_range
 from ...search import ann
 from ...search import vectors as _vec
 from ...search.vectors import (  # noqa: F401 - re-exported for memory callers

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.errors import Forbidden, InvalidArgument, NotFound
+from ...core.ids import new_id
+from ...core.rbac import SYSTEM
 from ...db import Connection, dumps
-from ...errors import Forbidden, InvalidArgument, NotFound
-from ...ids import new_id
-from ...rbac import SYSTEM
 from . import store
 
 MAX_BACKOFF_MS = 24 * 3600 * 1000  # one wait never grows past a day

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.envelope import ENVELOPE_TARGET_BYTES
+from ...core.ids import new_id, now_ms
 from ...db import Connection, Row, dumps, loads
 from ...db.paging import equals, keyset_page, to_doc
-from ...envelope import ENVELOPE_TARGET_BYTES
-from ...ids import new_id, now_ms
 from ...search.fts import fts_query
 from ...search.keyword import keyword_docs
 from ..profiles import store as profiles

@@ -6,12 +6,12 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...app import App
+from ...core.envelope import cut
+from ...core.errors import InvalidArgument, NotFound
+from ...core.validators import MAX_CONTENT_BYTES, check_name, json_object, require_query, require_text
 from ...db.paging import Fields, clamp_limit
-from ...envelope import cut
-from ...errors import InvalidArgument, NotFound
-from ...policy import Owns, row_loader
-from ...validators import MAX_CONTENT_BYTES, check_name, json_object, require_query, require_text
+from ...pipeline.app import App
+from ...pipeline.policy import Owns, row_loader
 from ..profiles import store as profiles_store
 from . import store, tools_delivery
 

@@ -10,12 +10,12 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...app import App
-from ...errors import InvalidArgument, NotFound
-from ...ids import now_ms
-from ...policy import Owns
-from ...scheduler import tick_now
-from ...validators import require_text
+from ...core.errors import InvalidArgument, NotFound
+from ...core.ids import now_ms
+from ...core.validators import require_text
+from ...pipeline.app import App
+from ...pipeline.policy import Owns
+from ...pipeline.scheduler import tick_now
 from . import delivery, tools_resources
 
 JOB = "message-redelivery"

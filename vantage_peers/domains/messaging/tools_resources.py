@@ -25,9 +25,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
-from ... import policy, sdk
-from ...app import App
-from ...validators import check_name
+from ...core import sdk
+from ...core.validators import check_name
+from ...pipeline import policy
+from ...pipeline.app import App
 from . import inbox
 
 log = logging.getLogger(__name__)

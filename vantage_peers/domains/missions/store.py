@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ... import rbac
+from ...core import rbac
+from ...core.errors import InvalidArgument, InvalidState, NotFound
+from ...core.ids import new_id, now_ms
 from ...db import Connection, Row, dumps
 from ...db.paging import equals, keyset_page, to_doc
-from ...errors import InvalidArgument, InvalidState, NotFound
-from ...ids import new_id, now_ms
 from ..tasks.rules import MISSION_LITE, status_sql
 
 SIMPLE_FIELDS = ("name", "description", "project", "priority", "pilot", "brief", "startDate", "targetDate",

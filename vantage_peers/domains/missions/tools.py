@@ -6,13 +6,13 @@ from typing import Annotated, Any
 
 from pydantic import Field, WithJsonSchema
 
-from ...app import App
+from ...core.envelope import fit_envelope
+from ...core.errors import InvalidArgument
+from ...core.validators import check_name, require_text
 from ...db import Connection
 from ...db.paging import Fields
-from ...envelope import fit_envelope
-from ...errors import InvalidArgument
-from ...policy import Owns, row_loader
-from ...validators import check_name, require_text
+from ...pipeline.app import App
+from ...pipeline.policy import Owns, row_loader
 from ..tasks import store as tasks
 from ..tasks.rules import MISSION_ALIASES, MISSION_STATUSES, PRIORITIES, resolve_status_filter
 from . import store

@@ -19,13 +19,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from ... import sdk
-from ...ids import new_id, now_ms
+from ...core import sdk
+from ...core.ids import new_id, now_ms
 from ..leases import store as leases
 from . import processes
 
 if TYPE_CHECKING:
-    from ...app import App
+    from ...pipeline.app import App
 
 log = logging.getLogger("vantage_peers.heartbeat")
 BEAT_BUSY_MS = 1_000  # a beat waits at most this long for the write lock, then tries at the next beat

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.ids import new_id, now_ms
 from ...db import Connection, dumps, loads
 from ...db.paging import keyset_page
-from ...ids import new_id, now_ms
 from ..leases import store as leases
 from . import processes
 

@@ -6,10 +6,10 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...app import App
+from ...core.ids import now_ms
+from ...core.validators import require_text
 from ...db.paging import Fields
-from ...ids import now_ms
-from ...validators import require_text
+from ...pipeline.app import App
 from ..leases import store as leases
 from . import liveness, processes, store
 from .models import DynamicProfile, StaticProfile

@@ -9,8 +9,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from ...core.ids import now_ms
 from ...db import Connection, Database
-from ...ids import now_ms
 from . import store
 
 NEXT_DUE = 10

@@ -17,12 +17,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ... import cron, rbac
+from ...core import cron, rbac
+from ...core.errors import InvalidArgument, NotFound
+from ...core.ids import new_id, now_ms
+from ...core.validators import Checker
 from ...db import Connection, Database, Row
 from ...db.paging import equals, keyset_page, to_doc
-from ...errors import InvalidArgument, NotFound
-from ...ids import new_id, now_ms
-from ...validators import Checker
 from ..tasks import store as tasks_store
 from ..tasks.rules import PRIORITIES
 from ..tasks.validation import DESCRIPTION_MAX_BYTES, TITLE_MAX_BYTES, raise_failures

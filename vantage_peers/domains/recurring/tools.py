@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...app import App
 from ...db.paging import Fields
-from ...scheduler import tick_now
+from ...pipeline.app import App
+from ...pipeline.scheduler import tick_now
 from . import store
 
 Cron = Annotated[str, Field(description="5-field cron (minute hour day month weekday), e.g. '0 9 * * 1-5'")]

@@ -11,9 +11,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ...core.errors import Forbidden, InvalidArgument, VantageError
+from ...core.ids import now_ms
 from ...db import Connection
-from ...errors import Forbidden, InvalidArgument, VantageError
-from ...ids import now_ms
 from ..missions import store as missions
 from . import claims, segments
 from .issue_links import TaskDone

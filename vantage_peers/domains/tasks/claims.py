@@ -13,10 +13,10 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
+from ...core.errors import InvalidState, NotFound
+from ...core.ids import new_id
+from ...core.rbac import SYSTEM
 from ...db import Connection, Row, loads
-from ...errors import InvalidState, NotFound
-from ...ids import new_id
-from ...rbac import SYSTEM
 from ..leases import paths
 from ..leases import store as leases
 from ..messaging import store as messaging

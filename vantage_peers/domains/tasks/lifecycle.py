@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...core.errors import InvalidArgument, InvalidState
+from ...core.validators import Checker
 from ...db import Connection, dumps, loads
-from ...errors import InvalidArgument, InvalidState
-from ...validators import Checker
 from ..missions import store as missions
 from . import claims, segments
 from .issue_links import TaskDone

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.ids import now_ms
 from ...db import Connection, Database
-from ...ids import now_ms
 from ..leases import sweep
 from ..messaging import inbox
 from . import eligibility

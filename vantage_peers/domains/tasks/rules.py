@@ -7,8 +7,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...errors import InvalidArgument
-from ...rbac import SYSTEM, require
+from ...core.errors import InvalidArgument
+from ...core.rbac import SYSTEM, require
 
 PRIORITIES = ("urgent", "high", "medium", "low")
 TASK_STATUSES = ("todo", "in_progress", "review", "blocked", "done", "cancelled")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.ids import new_id
 from ...db import Connection, Row
-from ...ids import new_id
 
 
 def open_row(conn: Connection, *, task_id: str) -> Row | None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...core.errors import InvalidArgument, NotFound
+from ...core.ids import new_id, now_ms
+from ...core.rbac import require
 from ...db import Connection, Row, dumps
 from ...db.paging import (
     check_fields,
@@ -16,9 +19,6 @@ from ...db.paging import (
     project,
     to_doc,
 )
-from ...errors import InvalidArgument, NotFound
-from ...ids import new_id, now_ms
-from ...rbac import require
 from ...search.fts import fts_query
 from ...search.keyword import keyword_docs
 from ..missions import store as missions

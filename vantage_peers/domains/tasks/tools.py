@@ -7,13 +7,13 @@ from typing import Annotated, Any
 
 from pydantic import WithJsonSchema
 
-from ...app import App
+from ...core.envelope import cut
+from ...core.errors import InvalidArgument, NotFound
+from ...core.ids import now_ms
+from ...core.validators import require_query
 from ...db.paging import Fields, clamp_limit
-from ...envelope import cut
-from ...errors import InvalidArgument, NotFound
-from ...ids import now_ms
-from ...policy import RecordInfo, row_loader
-from ...validators import require_query
+from ...pipeline.app import App
+from ...pipeline.policy import RecordInfo, row_loader
 from ..leases import sweep as lease_sweep
 from ..missions import store as missions
 from ..profiles import store as profiles_store

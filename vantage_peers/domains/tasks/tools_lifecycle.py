@@ -8,11 +8,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from ...app import App
-from ...errors import InvalidArgument
-from ...ids import now_ms
-from ...policy import Owns
-from ...validators import Failure
+from ...core.errors import InvalidArgument
+from ...core.ids import now_ms
+from ...core.validators import Failure
+from ...pipeline.app import App
+from ...pipeline.policy import Owns
 from ..leases import paths as path_store
 from ..leases.store import ttl_ms as lease_ttl
 from . import bulk, eligibility, lifecycle

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...core.errors import Conflict, Forbidden, InvalidArgument, InvalidState, NotFound, VantageError
+from ...core.validators import Checker, Failure
 from ...db import Connection, loads
-from ...errors import Conflict, Forbidden, InvalidArgument, InvalidState, NotFound, VantageError
-from ...validators import Checker, Failure
 from . import segments
 from .rules import OPEN_STATUSES, PRIORITIES, SYSTEM, TASK_STATUSES, rbac_denial
 

@@ -6,10 +6,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...core.errors import InvalidArgument, NotFound
+from ...core.ids import new_id, now_ms
 from ...db import Connection, Row, dumps, loads
 from ...db.paging import keyset_page, to_doc
-from ...errors import InvalidArgument, NotFound
-from ...ids import new_id, now_ms
 from ..missions import store as missions
 from ..tasks import store as tasks
 from .seeds import SEED_AUTHOR, TEMPLATES

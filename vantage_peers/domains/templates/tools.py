@@ -6,11 +6,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...app import App
+from ...core.errors import InvalidArgument
+from ...core.validators import check_name, require_text
 from ...db.paging import Fields
-from ...errors import InvalidArgument
-from ...policy import Owns, row_loader
-from ...validators import check_name, require_text
+from ...pipeline.app import App
+from ...pipeline.policy import Owns, row_loader
 from . import store
 
 
