@@ -62,6 +62,7 @@ class FakeGitHub(_Server):
         self.pulls: dict[tuple[str, int], dict[str, Any]] = {}
         self.requests: list[tuple[str, str]] = []
         self.fail_new = 0
+        self.fail_posts = 0  # the next N POSTs answer 500, whatever they carry
         self.failures: Counter = Counter()
         self.rate_limits: list[str] = []
         self.next_id = 1000
@@ -103,6 +104,9 @@ class FakeGitHub(_Server):
                             reset = str(int(time.time()) + 1)
                             return self._send(403, {"message": "API rate limit exceeded"},
                                               {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset})
+                        if fake.fail_posts > 0:
+                            fake.fail_posts -= 1
+                            return self._send(500, {"message": "Server Error"})
                         key = json.dumps(body, sort_keys=True)
                         if fake.failures[key] < fake.fail_new:
                             fake.failures[key] += 1

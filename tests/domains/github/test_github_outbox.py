@@ -69,6 +69,22 @@ def test_flaky_github_still_gets_exactly_one_comment_each(gapp, github):
     assert sum(1 for m, p in github.requests if m == "GET" and p.endswith("/comments")) == 8
 
 
+def test_comments_on_one_issue_keep_their_order_when_the_first_is_retried(gapp, github):
+    """A 500 on the first comment must not let the later ones overtake it (the thread reads in order)."""
+    github.fail_posts = 1
+    queue_comments(gapp, 4)
+    queue_comments(gapp, 1, number=283)  # another issue is not held back by 282's retry
+    sender = Sender(gapp)
+    sender.run()
+    first = [c["body"].splitlines()[0] for c in github.comments.get((REPO, 282), [])]
+    assert first == [] and len(github.comments.get((REPO, 283), [])) == 1
+    drain(sender)
+    first = [c["body"].splitlines()[0] for c in github.comments[(REPO, 282)]]
+    assert first == ["Investigating - assigned to sigma", "Bug reproduced in test suite. Root cause identified.",
+                     "Fix ready. All tests pass including new regression test.",
+                     "Fixed and deployed to production. Regression test added."]
+
+
 def test_no_token_sends_nothing(settings, github):
     app = create_app(settings.model_copy(update={"github_token": None, "github_api_url": github.url}))
     try:

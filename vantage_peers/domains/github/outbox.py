@@ -56,12 +56,18 @@ def claim(conn: Connection, *, owner: str, now: int, limit: int = 10) -> list[Ro
     """Lease up to `limit` due rows to `owner` in one statement (no two processes get one row).
 
     A row still `inFlight` from an earlier lease (its sender died or hung) becomes `maybeSent`.
+    Comments on one issue go out in the order they were queued: a comment waits while an earlier
+    one on the same issue is still pending (e.g. retrying after a 5xx), so a thread never reads
+    "Fix ready" before "Bug reproduced".
     """
     rows = conn.query(
         "UPDATE githubOutbox SET leaseOwner = ?1, leaseUntil = ?2 + ?3, attempts = attempts + 1, "
         "maybeSent = CASE WHEN inFlight = 1 THEN 1 ELSE maybeSent END, inFlight = 1, updatedAt = ?2 "
-        "WHERE id IN (SELECT id FROM githubOutbox WHERE status = 'pending' AND nextAttemptAt <= ?2 "
-        "AND (leaseUntil IS NULL OR leaseUntil <= ?2) ORDER BY nextAttemptAt, seq LIMIT ?4) RETURNING *",
+        "WHERE id IN (SELECT o.id FROM githubOutbox o WHERE o.status = 'pending' AND o.nextAttemptAt <= ?2 "
+        "AND (o.leaseUntil IS NULL OR o.leaseUntil <= ?2) "
+        "AND (o.kind <> 'comment' OR NOT EXISTS (SELECT 1 FROM githubOutbox e WHERE e.kind = 'comment' "
+        "AND e.status = 'pending' AND e.repo = o.repo AND e.issueNumber = o.issueNumber AND e.seq < o.seq)) "
+        "ORDER BY o.nextAttemptAt, o.seq LIMIT ?4) RETURNING *",
         (owner, now, LEASE_MS, limit),
     )
     for row in rows:
