@@ -8,6 +8,10 @@ which the agent gets `BUSY: … retry`, never minutes of silence.
 
 The journal mode belongs to the file: the process that creates it sets `VP_JOURNAL_MODE`, later
 processes adopt whatever the file uses (see `journal.py`).
+
+Why one file over 400 lines: the per-thread connection, its transaction, the busy retry and the
+file guard check wrap each other around every statement; they are kept together so the order of
+those wrappers is visible in one place.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
     python -m vantage_peers.embedding.model_host --dir D
 
 Ten agents on one laptop each loading all-MiniLM-L6-v2 in-process pay ≈120 MB each; this host holds
-the one `LocalEmbedder` and answers them over a Unix socket in D (`search/shared_model.py` is the
+the one `LocalEmbedder` and answers them over a Unix socket in D (`embedding/shared_model.py` is the
 client, which starts the host on first use). Guarantees:
 
 - one host per D and model: an exclusive `fcntl.flock` on `<model>.lock`, held for the host's life;
@@ -30,6 +30,10 @@ Frames (network byte order): request `VPM1` + op (1 byte) + payload length (u32)
 u32 count, then u32 length + UTF-8 bytes per text. Response `VPM1` + status + length: OK carries u32
 rows, u32 dims and rows × dims little-endian float32; ERROR a `CODE: message`; INFO a JSON object.
 This module imports nothing heavy at load: the client imports it for the protocol and paths.
+
+Why one file over 400 lines: the host's lock, bind, accept loop, frame reader and scheduler share
+the verified directory descriptor and the one inference turn; split apart, each piece would have to
+re-check the invariants above. The wire format and the client live elsewhere (`shared_model.py`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The client of the shared model host (`VP_MODEL_HOST=shared`, the default where Unix sockets exist).
 
 An `Embedder` like `LocalEmbedder` (same model name, dimensions and vectors) that sends its texts to
-the one model process of this user (`search/model_host.py`) instead of loading ≈120 MB of model into
+the one model process of this user (`model_host.py`) instead of loading ≈120 MB of model into
 every agent's server. When no host answers it starts one, detached (its own session, no pipe of ours:
 MCP clients and CI wait on our pipes, never on it), and connects within SPAWN_WAIT_S. When the host
 cannot be reached or dies mid-request: one restart, then this call is embedded in-process (never an
@@ -13,6 +13,10 @@ through its descriptor: the socket is reached through it (`model_host.connect`),
 log and fallback note are opened relative to it with `O_NOFOLLOW`. At most CLIENT_CONNECTIONS
 requests of this process are at the host at once (the host caps a process at
 `model_host.MAX_PEER_CONNECTIONS`; inference is one batch at a time there anyway).
+
+Why one file over 400 lines: starting the host, connecting through the verified folder, the
+restart-then-fallback path and the fallback note form one state machine over one lock; the
+in-process fallback is the ordinary `LocalEmbedder`.
 """
 
 from __future__ import annotations

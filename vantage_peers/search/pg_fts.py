@@ -16,6 +16,10 @@ SQL or tsquery syntax.
 
 Components use FTS5's `trigram` tokenizer on SQLite (substring search): `trigram_rows` matches
 each phrase as a case-insensitive substring and computes the same BM25 over trigram counts.
+
+Why one file over 400 lines: the MATCH parser, the tsquery builder and the BM25 scorer share one
+small AST and must agree term for term with FTS5; split, a change to one would silently skew the
+others' scores.
 """
 
 from __future__ import annotations
