@@ -185,7 +185,23 @@ def run(tmp: Path, *, seconds: float, workers: int = 4, ttl_ms: int = 1500, tick
             start(slot)
             next_kill = now_m + rng.uniform(kill_every / 2, kill_every * 1.5)
         time.sleep(0.02)
-    for proc, holder in procs.values():  # the last generation is killed too
+    # The last generation is killed too, at a moment one of them holds a lease, so at least one lease
+    # must lapse by expiry (on a loaded machine the random kills above may all land between leases).
+    live = {holder for _, holder in procs.values()}
+    hold_deadline = time.monotonic() + 120
+    while time.monotonic() < hold_deadline:
+        t = now_ms()
+        db.write(lambda c, t=t: sweep.expire_due(c, now=t))
+        ticks.append(t)
+        for proc, _ in procs.values():  # frozen, so a lease seen held is still held at the kill
+            proc.send_signal(signal.SIGSTOP)
+        held = db.read(lambda c: c.query("SELECT holder, holderInstance FROM agentLeases WHERE releasedAt IS NULL"))
+        if any(f"{r['holder']}/{r['holderInstance']}" in live for r in held):
+            break
+        for proc, _ in procs.values():
+            proc.send_signal(signal.SIGCONT)
+        time.sleep(0.05)
+    for proc, holder in procs.values():
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         killed[holder] = now_ms()
