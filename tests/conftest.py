@@ -146,6 +146,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.browser)
         if not any(item.get_closest_marker(lane) for lane in LANES):
             item.add_marker(pytest.mark.fast)
+    _heaviest_files_first(items)
+
+
+# Rough cost of one test by lane, for ordering only (a slow test takes tens of seconds, a fast one < 1 s).
+_WEIGHTS = {"clients": 60, "browser": 40, "slow": 20, "postgres": 3}
+
+
+def _heaviest_files_first(items: list[pytest.Item]) -> None:
+    """Order whole files by their estimated cost, heaviest first, keeping each file's own order.
+
+    xdist's `--dist loadfile` hands files to workers in collection order; starting the long files
+    first keeps one of them from being the tail that a single worker runs while the others idle."""
+    cost: dict[Path, int] = {}
+    for item in items:
+        weight = max((w for lane, w in _WEIGHTS.items() if item.get_closest_marker(lane)), default=1)
+        cost[item.path] = cost.get(item.path, 0) + weight
+    rank = {path: i for i, path in enumerate(sorted(cost, key=lambda path: (-cost[path], str(path))))}
+    items.sort(key=lambda item: rank[item.path])  # stable: a file's tests keep their order
 
 
 @functools.cache
