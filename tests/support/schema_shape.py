@@ -97,13 +97,15 @@ def _sqlite_table(conn: Any, name: str, sql: str) -> dict[str, Any]:
 
 
 _PG_COLUMNS = """
-SELECT c.relname, a.attname, NOT a.attnotnull, format_type(a.atttypid, a.atttypmod)
+SELECT c.relname, a.attname, NOT a.attnotnull, format_type(a.atttypid, a.atttypmod),
+       concat_ws(' ', a.attidentity, a.attgenerated, pg_get_expr(d.adbin, d.adrelid))
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 WHERE n.nspname = current_schema() AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY c.relname, a.attnum"""
 
 _PG_CONSTRAINTS = """
-SELECT c.relname, k.contype,
+SELECT c.relname, k.contype, pg_get_constraintdef(k.oid),
        (SELECT array_agg(a.attname ORDER BY u.o) FROM unnest(k.conkey) WITH ORDINALITY u(n, o)
         JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.n),
        f.relname,
@@ -151,13 +153,15 @@ def pg_shape(conn: Any, *, exact: bool = False) -> Shape:
                  for name, (_kind, comment) in fts.items()}
     skip = set(fts) | {"vp_schema"}
     tables: dict[str, Any] = {}
-    for table, column, nullable, type_name in conn.rows(_PG_COLUMNS):
+    for table, column, nullable, type_name, default in conn.rows(_PG_COLUMNS):
         if table in skip or table.endswith("_vec") or table.startswith("vec"):
             continue
         entry = tables.setdefault(table, {"columns": [], "primary_key": [], "unique": [], "foreign_keys": [],
                                           "checks": 0})
         entry["columns"].append([column, bool(nullable), type_name if exact else _pg_type(type_name)])
-    for table, kind, cols, ref, ref_cols, on_delete in conn.rows(_PG_CONSTRAINTS):
+        if exact:  # identity, generated expression and default
+            entry["columns"][-1].append(default.strip())
+    for table, kind, definition, cols, ref, ref_cols, on_delete in conn.rows(_PG_CONSTRAINTS):
         entry = tables.get(table)
         if entry is None:
             continue
@@ -170,8 +174,11 @@ def pg_shape(conn: Any, *, exact: bool = False) -> Shape:
                                           "on_delete": _DELETE_ACTIONS[on_delete]})
         elif kind == "c":
             entry["checks"] += 1
+            if exact:
+                entry.setdefault("check_definitions", []).append(definition)
     for entry in tables.values():
         entry["unique"].sort()
+        entry.get("check_definitions", []).sort()
         entry["foreign_keys"].sort(key=repr)
     indexes: dict[str, Any] = {}
     for name, table, unique, partial, cols, of_constraint, definition in conn.rows(_PG_INDEXES):
