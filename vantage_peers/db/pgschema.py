@@ -407,7 +407,7 @@ class Translator:
         if head.startswith("DROP "):
             return self.drop(statement)
         if head.startswith("ALTER TABLE"):
-            add = re.match(rf"(ALTER\s+TABLE\s+{_IDENT}\s+ADD\s+(?:COLUMN\s+)?)(.*)$", statement,
+            add = re.match(rf"(ALTER\s+TABLE\s+{_IDENT}\s+ADD\s+(?:COLUMN\s+)?)(?!CONSTRAINT\b)(.*)$", statement,
                            re.IGNORECASE | re.DOTALL)
             if add:
                 return [add.group(1) + self.column(add.group(2), statement, helpers)]
