@@ -15,6 +15,7 @@ step is translated here, statement by statement, with every difference declared 
 - sqlite-vec `vec0` tables are pgvector tables with an HNSW index (as search/pg_vectors.py makes them);
 - other triggers become a plpgsql function `<trigger>_fn` and a `FOR EACH ROW` trigger.
 
+The virtual tables are translated in pgschema_virtual.py, the script text handled in pgschema_text.py.
 A statement with no declared translation raises `Untranslatable` naming it: nothing is skipped
 silently. PostgreSQL-only DDL lives in `pg/prelude.sql` (before step 1) and `pg/additions/NNN_*.sql`
 (right after step NNN), see `postgres_steps`.
@@ -23,19 +24,16 @@ silently. PostgreSQL-only DDL lives in `pg/prelude.sql` (before step 1) and `pg/
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
 from .dialect import _call_args, _rewrite_calls, _split_literals
+from .pgschema_text import IDENT as _IDENT
+from .pgschema_text import Untranslatable, split_statements, strip_comments
+from .pgschema_text import words as _words
+from .pgschema_virtual import FtsIndex, VirtualTables
 
-
-class Untranslatable(ValueError):
-    """A SQLite statement this module has no PostgreSQL translation for."""
-
-    def __init__(self, statement: str, why: str) -> None:
-        self.statement = statement
-        super().__init__(f"cannot translate to PostgreSQL ({why}): {' '.join(statement.split())[:300]}")
+__all__ = ["FtsIndex", "Translator", "Untranslatable", "postgres_steps", "split_statements", "strip_comments"]
 
 
 # Helper functions a translated expression may call: created (OR REPLACE, so a database that already has
@@ -56,72 +54,9 @@ _UNSUPPORTED_FUNCTIONS = ("json_extract", "json_each", "datetime", "julianday", 
 _TYPES = [(r"INT", "BIGINT"), (r"CHAR|CLOB|TEXT", "TEXT"), (r"BLOB", "BYTEA"),
           (r"REAL|FLOA|DOUB|NUMERIC|DECIMAL", "DOUBLE PRECISION"), (r"BOOL", "BIGINT")]
 _TABLE_CONSTRAINT = re.compile(r"^(CONSTRAINT|PRIMARY\s+KEY|UNIQUE|CHECK|FOREIGN\s+KEY)\b", re.IGNORECASE)
-_IDENT = r'(?:"[^"]+"|[A-Za-z_]\w*)'
-_HNSW_MAX_DIMS = 2000  # as search/pg_vectors.py: pgvector indexes at most this many dimensions
 
 
-@dataclass
-class FtsIndex:
-    table: str  # the content table: the side table is `<table>_fts`
-    columns: list[str]
-    watched: list[str] = field(default_factory=list)
-    trigram: bool = False
-
-
-def strip_comments(sql: str) -> str:
-    """`sql` without its `--` and `/* */` comments (a comment may hold a quote, a literal may hold `--`)."""
-    out, i, n = [], 0, len(sql)
-    while i < n:
-        if sql[i] == "'":
-            j = sql.find("'", i + 1)
-            while j != -1 and sql[j + 1:j + 2] == "'":
-                j = sql.find("'", j + 2)
-            j = n if j == -1 else j + 1
-            out.append(sql[i:j])
-            i = j
-        elif sql.startswith("--", i):
-            i = n if sql.find("\n", i) == -1 else sql.find("\n", i)
-        elif sql.startswith("/*", i):
-            i = n if sql.find("*/", i) == -1 else sql.find("*/", i) + 2
-            out.append(" ")
-        else:
-            out.append(sql[i])
-            i += 1
-    return "".join(out)
-
-
-def split_statements(sql: str) -> list[str]:
-    """The statements of a script, comments removed; a trigger's `BEGIN … END` stays one statement."""
-    text = strip_comments(sql)
-    out, start, in_literal = [], 0, False
-    for i, ch in enumerate(text):
-        if ch == "'":
-            in_literal = not in_literal
-        elif ch == ";" and not in_literal:
-            piece = text[start:i].strip()
-            if re.match(r"CREATE\s+(TEMP\w*\s+)?TRIGGER\b", piece, re.IGNORECASE) and \
-                    not re.search(r"\bEND\s*$", piece, re.IGNORECASE):
-                continue  # a statement of the trigger's body
-            if piece:
-                out.append(piece)
-            start = i + 1
-    rest = text[start:].strip()
-    if rest:
-        out.append(rest)
-    return out
-
-
-def _top_level(text: str) -> list[str]:
-    """`a, b (c, d), e` -> ['a', 'b (c, d)', 'e']."""
-    args, _ = _call_args(f"({text})", 0)
-    return [a for a in args if a]
-
-
-def _words(text: str) -> str:
-    return " ".join(text.split())
-
-
-class Translator:
+class Translator(VirtualTables):
     """Translates the steps in order, keeping what a later step needs (the FTS indexes and triggers)."""
 
     def __init__(self) -> None:
@@ -232,101 +167,6 @@ class Translator:
         head = f"CREATE {(m.group(1) or '').upper()}TABLE {m.group(2) or ''}{m.group(3)}"
         return head + " (\n    " + ",\n    ".join(defs) + "\n)"
 
-    # -- virtual tables --------------------------------------------------------------------------------
-    def virtual_table(self, statement: str, later: list[str]) -> list[str]:
-        m = re.match(rf"CREATE\s+VIRTUAL\s+TABLE\s+({_IDENT})\s+USING\s+(\w+)\s*\(", statement, re.IGNORECASE)
-        if m is None:
-            raise Untranslatable(statement, "a virtual table without arguments")
-        name, module = m.group(1), m.group(2).lower()
-        args, _ = _call_args(statement, m.end() - 1)
-        if module == "fts5":
-            return self.fts5(name, args, statement, later)
-        if module == "vec0":
-            return self.vec0(name, args, statement)
-        raise Untranslatable(statement, f"virtual table module {module}")
-
-    def fts5(self, name: str, args: list[str], statement: str, later: list[str]) -> list[str]:
-        options = dict(re.match(r"(\w+)\s*=\s*'([^']*)'$", a).groups() for a in args if "=" in a)
-        columns = [a for a in args if "=" not in a]
-        table = options.get("content")
-        if not table or options.get("content_rowid") != "seq" or name.lower() != f"{table}_fts".lower():
-            raise Untranslatable(statement, "an FTS5 table must index its content table `T` (content_rowid "
-                                            "'seq') and be named T_fts")
-        if any(not re.fullmatch(_IDENT, c) or " " in c for c in columns) or not 1 <= len(columns) <= 4:
-            raise Untranslatable(statement, "FTS5 columns must be 1 to 4 plain column names")
-        tokenize = options.get("tokenize", "unicode61")
-        trigram = tokenize.split()[0] == "trigram"
-        if not trigram and not set(tokenize.split()) <= {"porter", "unicode61", "remove_diacritics", "2", "1", "0"}:
-            raise Untranslatable(statement, f"FTS5 tokenizer {tokenize!r}")
-        # A table dropped and made again (006: a new tokenizer) keeps the sync triggers it had.
-        watched = self._watched(name, later) or self.watched.get(name.lower(), [])
-        if not trigram and not watched:
-            raise Untranslatable(statement, f"FTS5 table {name} has no `AFTER UPDATE OF …` sync trigger")
-        self.fts[name.lower()] = FtsIndex(table, columns, watched, trigram)
-        self.watched[name.lower()] = watched
-        if trigram:
-            return [f"CREATE VIEW {name} AS SELECT seq, {', '.join(columns)} FROM {table}",
-                    f"COMMENT ON VIEW {name} IS 'trigram {' '.join(columns)}'"]
-        return [f"CALL vp_fts_index('{table}', '{{{','.join(columns)}}}', '{{{','.join(watched)}}}')"]
-
-    def _watched(self, fts_name: str, statements: list[str]) -> list[str]:
-        for s in statements:
-            trig = self._trigger_head(s)
-            if trig and trig["event"].upper().startswith("UPDATE OF") and self._fts_target(trig["body"]) == \
-                    fts_name.lower():
-                return [c.strip() for c in trig["event"][len("UPDATE OF"):].split(",")]
-        return []
-
-    def vec0(self, name: str, args: list[str], statement: str) -> list[str]:
-        columns, dims, has_key = [], None, False
-        for arg in args:
-            vec = re.fullmatch(r"(\w+)\s+float\s*\[\s*(\d+)\s*\](.*)", arg, re.IGNORECASE | re.DOTALL)
-            if vec:
-                if dims is not None or vec.group(3).strip():
-                    raise Untranslatable(statement, "one float[N] vector column with no options")
-                dims = int(vec.group(2))
-                columns.append(f"{vec.group(1)} vector({dims}) NOT NULL")
-                continue
-            if "=" in arg or "[" in arg:
-                raise Untranslatable(statement, f"vec0 argument {arg!r}")
-            plain = re.sub(r"\s+PARTITION\s+KEY\b", "", arg.lstrip("+"), flags=re.IGNORECASE)
-            if re.search(r"\bPRIMARY\s+KEY\b", plain, re.IGNORECASE):
-                has_key = True
-                plain = re.sub(r"\bINTEGER\b", "BIGINT", plain, flags=re.IGNORECASE)
-                columns.append(plain)
-            else:
-                columns.append(self.column(plain, statement, set()))
-        if dims is None:
-            raise Untranslatable(statement, "a vec0 table without a float[N] column")
-        if not has_key:
-            columns.insert(0, "seq BIGINT PRIMARY KEY")
-        vector = next(c.split()[0] for c in columns if "vector(" in c)
-        out = [f"CREATE TABLE {name} ({', '.join(columns)})"]
-        if dims <= _HNSW_MAX_DIMS:
-            out.append(f"CREATE INDEX {name}_hnsw ON {name} USING hnsw ({vector} vector_cosine_ops)")
-        return out
-
-    # -- triggers ----------------------------------------------------------------------------------
-    @staticmethod
-    def _trigger_head(statement: str) -> dict[str, str] | None:
-        m = re.match(rf"CREATE\s+TRIGGER\s+(IF\s+NOT\s+EXISTS\s+)?({_IDENT})\s+(BEFORE|AFTER|INSTEAD\s+OF)?\s*"
-                     rf"(INSERT|DELETE|UPDATE(?:\s+OF\s+[\w\s,]+?)?)\s+ON\s+({_IDENT})\s+(FOR\s+EACH\s+ROW\s+)?"
-                     rf"(?:WHEN\s+(.*?)\s+)?BEGIN\b(.*)\bEND$", statement, re.IGNORECASE | re.DOTALL)
-        if m is None:
-            return None
-        return {"name": m.group(2), "when": (m.group(3) or "BEFORE").upper(), "event": _words(m.group(4)),
-                "table": m.group(5), "condition": m.group(7) or "", "body": m.group(8).strip()}
-
-    def _fts_target(self, body: str) -> str | None:
-        """The FTS5 table a sync trigger's body writes, when every statement of it writes that one."""
-        targets = {m.group(1).lower() for m in re.finditer(r"INSERT\s+INTO\s+(\w+)", body, re.IGNORECASE)}
-        statements = [s for s in body.split(";") if s.strip()]
-        if len(targets) == 1 and all(re.match(r"\s*INSERT\s+INTO\s", s, re.IGNORECASE) for s in statements):
-            target = next(iter(targets))
-            if target.endswith("_fts"):
-                return target
-        return None
-
     def trigger(self, statement: str, helpers: set[str]) -> list[str]:
         head = self._trigger_head(statement)
         if head is None:
@@ -376,22 +216,8 @@ class Translator:
         return [statement]
 
     def insert(self, statement: str, helpers: set[str]) -> list[str]:
-        m = re.match(rf"INSERT\s+INTO\s+({_IDENT})\s*\(\s*({_IDENT})\s*\)\s*VALUES\s*\(\s*'(\w+)'\s*\)$",
-                     statement, re.IGNORECASE)
-        if m and m.group(1).lower() in self.fts and m.group(1).lower() == m.group(2).lower():
-            index = self.fts[m.group(1).lower()]
-            if m.group(3) == "optimize" or index.trigram:
-                return []
-            if m.group(3) != "rebuild":
-                raise Untranslatable(statement, f"FTS5 command {m.group(3)!r}")
-            cols = index.columns
-            return [f"INSERT INTO {index.table}_fts (seq, doc, len) SELECT seq, vp_fts_doc({', '.join(cols)}), "
-                    f"{' + '.join(f'vp_fts_length({c})' for c in cols)} FROM {index.table} "
-                    "ON CONFLICT (seq) DO UPDATE SET doc = excluded.doc, len = excluded.len"]
-        target = re.match(rf"INSERT\s+(?:OR\s+\w+\s+)?INTO\s+({_IDENT})", statement, re.IGNORECASE)
-        if target and target.group(1).lower() in self.fts:
-            raise Untranslatable(statement, "writing an FTS5 table outside its sync triggers")
-        return [self.expr(statement, statement, helpers)]
+        command = self.fts_command(statement)
+        return command if command is not None else [self.expr(statement, statement, helpers)]
 
     def statement(self, statement: str, later: list[str], helpers: set[str]) -> list[str]:
         """One SQLite statement as PostgreSQL statements (none when it has no PostgreSQL effect)."""
