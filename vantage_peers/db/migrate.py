@@ -19,6 +19,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .protocol import ConnectionAPI, DatabaseAPI
+
 _STEP = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 _PG_LOCK = 0x7670_6d69  # 'vpmi': the advisory lock key migrations serialize on
 
@@ -62,23 +64,23 @@ def latest_version() -> int:
     return found[-1][0] if found else 1
 
 
-def _is_pg(db: Any) -> bool:
+def _is_pg(db: DatabaseAPI) -> bool:
     return getattr(db, "backend", "sqlite") == "postgres"
 
 
-def _pg_version(conn: Any) -> int:
+def _pg_version(conn: ConnectionAPI) -> int:
     if conn.scalar("SELECT to_regclass('vp_schema') IS NOT NULL") == 0:
         return 0
     return int(conn.scalar("SELECT coalesce(max(version), 0) FROM vp_schema") or 0)
 
 
-def current_version(db: Any) -> int:
+def current_version(db: DatabaseAPI) -> int:
     if _is_pg(db):
         return db.read(_pg_version)
     return int(db.conn.scalar("PRAGMA user_version"))
 
 
-def migrate(db: Any, *, target: int | None = None) -> int:
+def migrate(db: DatabaseAPI, *, target: int | None = None) -> int:
     """Bring the database up to `target` (default: latest). Returns the version reached."""
     if _is_pg(db):
         return _migrate_pg(db, target)
@@ -99,7 +101,7 @@ def migrate(db: Any, *, target: int | None = None) -> int:
     return db.write(run)
 
 
-def _migrate_pg(db: Any, target: int | None) -> int:
+def _migrate_pg(db: DatabaseAPI, target: int | None) -> int:
     all_steps = pg_steps()
     goal = target if target is not None else all_steps[-1][0]
 
