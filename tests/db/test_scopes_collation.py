@@ -99,7 +99,7 @@ def test_a_prefix_query_is_byte_for_byte_without_a_token_too(tools, seeded, tool
 def test_the_scoped_range_is_answered_from_an_index(backend, db):
     """The byte-order range keeps an index: on SQLite the plan of the range as it was written before
     (BINARY is its columns' collation), on PostgreSQL the `COLLATE "C"` indexes of
-    pg/migrations/021_collate_c.sql, on both clusters."""
+    pg/additions/021_collate_c.sql, on both clusters."""
     # Enough rows in many namespaces that a scan costs more than the index (planner statistics).
     db.write(lambda c: c.execute(
         "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 20000) "

@@ -1,6 +1,6 @@
 """Search on PostgreSQL (#25): BM25 over tsvector side tables ranks like FTS5, hostile text stays
 text, the search budget cuts a slow query without breaking the read, and pgvector tables follow
-their source rows (search/pg_fts.py, search/pg_vectors.py, db/pg/schema.sql)."""
+their source rows (search/pg_fts.py, search/pg_vectors.py, db/pg/prelude.sql)."""
 
 from __future__ import annotations
 

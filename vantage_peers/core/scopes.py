@@ -70,7 +70,7 @@ BYTE_ORDER = "/*BYTES*/"
 
 def byte_range(column: str) -> str:
     """`low <= column < high` compared byte by byte (two `?`): the range of a namespace prefix, on an
-    index in that order (SQLite's, PostgreSQL's `COLLATE "C"` ones of db/pg/migrations/021_collate_c.sql)."""
+    index in that order (SQLite's, PostgreSQL's `COLLATE "C"` ones of db/pg/additions/021_collate_c.sql)."""
     return f"{column} {BYTE_ORDER} >= ? AND {column} {BYTE_ORDER} < ?"
 
 

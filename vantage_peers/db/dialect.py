@@ -6,7 +6,7 @@ here, once per distinct statement (cached), so a domain store never branches on 
 - placeholders: `?` and `?N` become psycopg's `%s` / `%(pN)s` (a literal `%` is doubled; a bare `?`
   among numbered ones is numbered as SQLite numbers it);
 - `LIKE` is case-insensitive for ASCII in SQLite: `ILIKE`; `COLLATE NOCASE` is dropped (those
-  columns are CITEXT on PostgreSQL, see pg/schema.sql); a `/*BYTES*/` mark after a column (a comment
+  columns are CITEXT on PostgreSQL, see pgschema.py); a `/*BYTES*/` mark after a column (a comment
   to SQLite, whose text columns are BINARY) is `COLLATE "C"`: byte order, where the database's
   collation may be linguistic (scopes.byte_range);
 - SQLite's planner hints (`INDEXED BY`) are dropped;

@@ -4,20 +4,24 @@ SQLite: `schema.sql` is version 1; `migrations/NNN_name.sql` are the steps after
 user_version` records the version. Migrating runs under `BEGIN IMMEDIATE`, so when several processes
 open a new file at once exactly one of them applies each step.
 
-PostgreSQL: `pg/schema.sql` is version PG_BASELINE (the SQLite schema at that version, in PostgreSQL's
-types); `pg/migrations/NNN_name.sql` are the later steps, with SQLite's numbers; the table
-`vp_schema` records the version. A transaction-scoped advisory lock plays the part of `BEGIN IMMEDIATE`.
+PostgreSQL: the same steps, translated from SQLite's at migrate time (db/pgschema.py), with
+`pg/prelude.sql` before step 1 and `pg/additions/NNN_*.sql` after step NNN; the table `vp_schema`
+records the version. A transaction-scoped advisory lock plays the part of `BEGIN IMMEDIATE`. Databases
+made before the translation (issue #33) started at version 13 from a hand-written baseline with the
+same tables, columns, indexes and constraints (tests/db/snapshots): they go on from there.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .protocol import ConnectionAPI, DatabaseAPI
+
 _STEP = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
-PG_BASELINE = 13
 _PG_LOCK = 0x7670_6d69  # 'vpmi': the advisory lock key migrations serialize on
 
 
@@ -47,12 +51,12 @@ def steps() -> list[tuple[int, str, str]]:
     return _steps(resources.files("vantage_peers.db").joinpath("migrations"))
 
 
+@functools.lru_cache(maxsize=1)
 def pg_steps() -> list[tuple[int, str, str]]:
-    """(version, name, sql): PostgreSQL's baseline, then its numbered migrations."""
-    pg = resources.files("vantage_peers.db").joinpath("pg")
-    baseline = pg.joinpath("schema.sql").read_text(encoding="utf-8")
-    return [(PG_BASELINE, "pg/schema.sql", baseline),
-            *[s for s in _steps(pg.joinpath("migrations")) if s[0] > PG_BASELINE]]
+    """(version, name, sql): SQLite's steps in PostgreSQL's dialect (an `Untranslatable` statement fails here)."""
+    from .pgschema import postgres_steps
+
+    return postgres_steps([(1, "schema.sql", schema_sql()), *steps()])
 
 
 def latest_version() -> int:
@@ -60,23 +64,23 @@ def latest_version() -> int:
     return found[-1][0] if found else 1
 
 
-def _is_pg(db: Any) -> bool:
+def _is_pg(db: DatabaseAPI) -> bool:
     return getattr(db, "backend", "sqlite") == "postgres"
 
 
-def _pg_version(conn: Any) -> int:
+def _pg_version(conn: ConnectionAPI) -> int:
     if conn.scalar("SELECT to_regclass('vp_schema') IS NOT NULL") == 0:
         return 0
     return int(conn.scalar("SELECT coalesce(max(version), 0) FROM vp_schema") or 0)
 
 
-def current_version(db: Any) -> int:
+def current_version(db: DatabaseAPI) -> int:
     if _is_pg(db):
         return db.read(_pg_version)
     return int(db.conn.scalar("PRAGMA user_version"))
 
 
-def migrate(db: Any, *, target: int | None = None) -> int:
+def migrate(db: DatabaseAPI, *, target: int | None = None) -> int:
     """Bring the database up to `target` (default: latest). Returns the version reached."""
     if _is_pg(db):
         return _migrate_pg(db, target)
@@ -97,21 +101,18 @@ def migrate(db: Any, *, target: int | None = None) -> int:
     return db.write(run)
 
 
-def _migrate_pg(db: Any, target: int | None) -> int:
+def _migrate_pg(db: DatabaseAPI, target: int | None) -> int:
     all_steps = pg_steps()
-    if all_steps[-1][0] != latest_version():
-        raise RuntimeError(f"PostgreSQL migrations stop at {all_steps[-1][0]}, SQLite's at {latest_version()}: "
-                           "add vantage_peers/db/pg/migrations/NNN_*.sql for every SQLite step")
     goal = target if target is not None else all_steps[-1][0]
 
     def run(conn) -> int:
         conn.execute(f"SELECT pg_advisory_xact_lock({_PG_LOCK})")
         version = _pg_version(conn)
+        if version == 0:
+            conn.script("CREATE TABLE IF NOT EXISTS vp_schema (version INTEGER NOT NULL, appliedAt BIGINT NOT NULL)")
         for number, _name, sql in all_steps:
             if version < number <= goal:
                 conn.script(sql)
-                if number == PG_BASELINE:
-                    conn.script("CREATE TABLE vp_schema (version INTEGER NOT NULL, appliedAt BIGINT NOT NULL)")
                 conn.execute("INSERT INTO vp_schema (version, appliedAt) "
                              "VALUES (?, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)", (number,))
                 version = number

@@ -25,7 +25,6 @@ import decimal
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from importlib import resources
 from typing import Any, TypeVar
 
 from ..core.errors import InvalidArgument, VantageError
@@ -76,16 +75,12 @@ def retryable() -> tuple[type[BaseException], ...]:
 
 
 def _schema_names() -> dict[str, str]:
-    """camelCase names of every table and column: the baseline schema and every later migration (a
-    column added by a migration comes back from `SELECT *` under its own spelling too)."""
+    """camelCase names of every table and column in every step (a column added by a migration comes
+    back from `SELECT *` under its own spelling too)."""
     from .migrate import pg_steps
 
     text = "\n".join(sql for _, _, sql in pg_steps())
     return identifiers(re.sub(r"--[^\n]*", "", text))  # comments hold prose ("Version 18"), not names
-
-
-def schema_text() -> str:
-    return resources.files("vantage_peers.db").joinpath("pg", "schema.sql").read_text(encoding="utf-8")
 
 
 NUL_MESSAGE = ("a text argument holds a NUL character (\\x00), which PostgreSQL cannot store; "

@@ -30,6 +30,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from . import backend
+
 # Smaller scopes use the exact vec0 KNN: it scans ≈8M floats in ≈10 ms on an idle core, and sign
 # bits lose more of the ranking at low dimension (a 384-d model only switches at ≈21k vectors).
 APPROX_MIN_FLOATS = 8_000_000
@@ -65,7 +67,7 @@ def drop(conn: Any, name: str) -> None:
 
 
 def exists(conn: Any, name: str) -> bool:
-    if getattr(conn, "backend", "sqlite") == "postgres":
+    if not backend.of(conn).sign_codes:
         return False  # PostgreSQL's vector tables have an HNSW index instead (search/pg_vectors.py)
     return conn.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (bits_table(name),)) is not None
 

@@ -20,6 +20,7 @@ from typing import Any
 import apsw
 
 from ..db import Connection, Row, current_scope
+from . import backend
 
 PROGRESS_STEPS = 2_000  # SQLite VM instructions between deadline checks
 
@@ -27,17 +28,21 @@ PROGRESS_STEPS = 2_000  # SQLite VM instructions between deadline checks
 def query(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[Row]:
     """`conn.query` under the call's search budget (no budget outside a call scope)."""
     scope = current_scope()
-    if scope is None or scope.search_budget_ms <= 0 or (_is_pg(conn) and not conn.in_tx):
+    chosen = backend.of(conn)
+    if scope is None or scope.search_budget_ms <= 0 or (chosen.budget_needs_transaction and not conn.in_tx):
         return conn.query(sql, params)
     if scope.search_deadline is None:
         scope.search_deadline = time.monotonic() + scope.search_budget_ms / 1000
     deadline = scope.search_deadline
-    rows: list[Row] = []
     if time.monotonic() >= deadline:
         scope.truncated = True
-        return rows
-    if _is_pg(conn):
-        return _pg_query(conn, sql, params, scope, deadline)
+        return []
+    return chosen.bounded_query(conn, sql, params, scope, deadline)
+
+
+def sqlite_query(conn: Any, sql: str, params: Sequence[Any], scope: Any, deadline: float) -> list[Row]:
+    """SQLite: the progress handler interrupts the statement at the deadline; the rows read are kept."""
+    rows: list[Row] = []
     conn.raw.set_progress_handler(lambda: time.monotonic() >= deadline, PROGRESS_STEPS)
     try:
         cur = conn.raw.cursor()
@@ -55,11 +60,8 @@ def query(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[Row]:
     return rows
 
 
-def _is_pg(conn: Any) -> bool:
-    return getattr(conn, "backend", "sqlite") == "postgres"
-
-
-def _pg_query(conn: Any, sql: str, params: Sequence[Any], scope: Any, deadline: float) -> list[Row]:
+def pg_query(conn: Any, sql: str, params: Sequence[Any], scope: Any, deadline: float) -> list[Row]:
+    """PostgreSQL: a savepoint and `statement_timeout` around the statement (inside a transaction only)."""
     left_ms = max(1, int((deadline - time.monotonic()) * 1000))
     try:
         # One round trip: the savepoint, the timeout, the query, then rolling back to the savepoint

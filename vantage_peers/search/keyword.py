@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..db import Connection, Row
-from . import budget, pg_fts
+from . import backend, budget, pg_fts
 from .fts import ranked
 from .snippets import add_snippets
 
@@ -50,29 +50,32 @@ def keyword_rows(
     source, source_args = table, list(inner_params)
     if inner_where:
         source = f"(SELECT * FROM {table} WHERE {' AND '.join(f'({c})' for c in inner_where)})"
-    if conn.backend == "postgres":  # tsvector side tables, BM25 computed in search/pg_fts.py
-        rows = _pg_rows(conn, fts=fts, table=table, match=match, limit=limit, where=where, params=params,
-                        source=source, source_args=source_args, inner_where=inner_where,
-                        weights=weights, columns=columns)
-        if snippet is not None:
-            add_snippets(rows, match, snippet)
-        return rows
-    bm25 = f"bm25({fts}{''.join(f', {float(w)!r}' for w in weights)})"
-    clauses = [f"{fts} MATCH ?", *where]
-    rows = budget.query(
-        conn,
-        f"SELECT {columns}, {bm25} AS rank FROM {fts} JOIN {source} d ON d.seq = {fts}.rowid "
-        f"WHERE {' AND '.join(f'({c})' for c in clauses)} ORDER BY rank, d.id LIMIT ?",
-        [*source_args, match, *params, limit],
-    )
+    rows = backend.of(conn).keyword_rows(conn, fts=fts, table=table, match=match, limit=limit, where=where,
+                                         params=params, source=source, source_args=source_args,
+                                         inner_where=inner_where, weights=weights, columns=columns)
     if snippet is not None:
         add_snippets(rows, match, snippet)
     return rows
 
 
-def _pg_rows(conn: Connection, *, fts: str, table: str, match: str, limit: int, where: Sequence[str],
-             params: Sequence[Any], source: str, source_args: Sequence[Any], inner_where: Sequence[str],
-             weights: Sequence[float], columns: str) -> list[Row]:
+def sqlite_rows(conn: Connection, *, fts: str, table: str, match: str, limit: int, where: Sequence[str],
+                params: Sequence[Any], source: str, source_args: Sequence[Any], inner_where: Sequence[str],
+                weights: Sequence[float], columns: str) -> list[Row]:
+    """SQLite: the FTS5 index joined to its table, ranked by `bm25()` under the search budget."""
+    bm25 = f"bm25({fts}{''.join(f', {float(w)!r}' for w in weights)})"
+    clauses = [f"{fts} MATCH ?", *where]
+    return budget.query(
+        conn,
+        f"SELECT {columns}, {bm25} AS rank FROM {fts} JOIN {source} d ON d.seq = {fts}.rowid "
+        f"WHERE {' AND '.join(f'({c})' for c in clauses)} ORDER BY rank, d.id LIMIT ?",
+        [*source_args, match, *params, limit],
+    )
+
+
+def pg_rows(conn: Connection, *, fts: str, table: str, match: str, limit: int, where: Sequence[str],
+            params: Sequence[Any], source: str, source_args: Sequence[Any], inner_where: Sequence[str],
+            weights: Sequence[float], columns: str) -> list[Row]:
+    """PostgreSQL: the tsvector side table, BM25 computed in search/pg_fts.py (or a substring search)."""
     declared = pg_fts.columns_of(conn, fts)
     if declared and declared[0] == "trigram":
         clauses = [*inner_where, *where]  # no FTS table is joined: bare column names are not ambiguous

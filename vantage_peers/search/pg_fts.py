@@ -1,7 +1,7 @@
 """Keyword search on PostgreSQL: FTS5's MATCH expressions and BM25, over tsvector side tables.
 
 PostgreSQL's own `ts_rank` ranks worse than BM25, so the ranking is FTS5's `bm25()` computed here,
-term for term, from data PostgreSQL keeps (db/pg/schema.sql):
+term for term, from data PostgreSQL keeps (db/pg/prelude.sql, filled by db/pgschema.py):
 - `<table>_fts(seq, doc tsvector, len)`: one row per searchable row, `doc` tokenized like FTS5's
   `porter unicode61 remove_diacritics 2`, column i's positions labelled A/B/C/D, `len` the row's
   token count; the table's comment names the columns in label order.
@@ -233,7 +233,7 @@ _columns: dict[str, tuple[str, ...]] = {}
 
 
 def columns_of(conn: Connection, fts: str) -> tuple[str, ...]:
-    """The indexed columns of side table `fts`, in label order (its comment, see db/pg/schema.sql);
+    """The indexed columns of side table `fts`, in label order (its comment, see db/pg/prelude.sql);
     a trigram index (a view) says `trigram` first."""
     if fts not in _columns:
         comment = conn.scalar("SELECT obj_description(to_regclass(?), 'pg_class')", [fts])

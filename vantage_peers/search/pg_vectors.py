@@ -1,7 +1,7 @@
 """Vectors on PostgreSQL: a pgvector table per embedded table, with an HNSW index on cosine distance.
 
-The counterpart of the vec0 tables (search/vectors.py calls these when `conn.backend` is
-"postgres"): `<name>(seq BIGINT PRIMARY KEY, <metadata columns>, embedding vector(n))`, created on
+The counterpart of the vec0 tables (search/sqlite_vectors.py; search/backend.py picks this module for a
+PostgreSQL database): `<name>(seq BIGINT PRIMARY KEY, <metadata columns>, embedding vector(n))`, created on
 the first embedding like vec0's, with the VecTable's `pg_triggers` (plpgsql functions named like
 the triggers they back, so dropping a function drops its trigger). HNSW replaces the sign-bit first
 pass of search/ann.py: a KNN query sets `hnsw.ef_search` to at least k (so k results can come back)
@@ -29,6 +29,10 @@ def literal(vector: Sequence[float]) -> str:
 
 def table_exists(conn: Connection, name: str) -> bool:
     return bool(conn.scalar("SELECT to_regclass(?) IS NOT NULL", [name]))
+
+
+def exists(conn: Connection, table: Any) -> bool:
+    return table_exists(conn, table.name)
 
 
 def columns_ddl(sqlite_ddl: str) -> str:

@@ -11,8 +11,9 @@ tables themselves are declared where they are used (the memory table lives with 
   changes them.
 - `chunk_size` is small because vec0 allocates a whole chunk per partition: the default (1024
   vectors × 6 KB at 1536 dims) would cost 6 MB for every partition holding even one row.
-- On PostgreSQL the same functions use a pgvector table with an HNSW index (search/pg_vectors.py);
-  a VecTable carries both backends' triggers (`triggers` for SQLite, `pg_triggers` for PostgreSQL).
+- The vec0 work is search/sqlite_vectors.py; on PostgreSQL the same functions use a pgvector table
+  with an HNSW index (search/pg_vectors.py), chosen once per database by search/backend.py; a
+  VecTable carries both backends' triggers (`triggers` for SQLite, `pg_triggers` for PostgreSQL).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..db import Connection
-from . import ann, pg_vectors
+from . import backend
 
 CHUNK_SIZE = 64
 META_MODEL = "embedding.model"
@@ -143,14 +144,8 @@ def recorded(conn: Connection) -> Recorded | None:
     return Recorded(rows[META_MODEL], int(rows[META_DIMS]))
 
 
-def _pg(conn: Connection) -> bool:
-    return conn.backend == "postgres"
-
-
 def table_exists(conn: Connection, table: VecTable) -> bool:
-    if _pg(conn):
-        return pg_vectors.table_exists(conn, table.name)
-    return conn.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table.name,)) is not None
+    return backend.of(conn).vectors.exists(conn, table)
 
 
 def mismatch(conn: Connection, model: str, dimensions: int | None) -> str | None:
@@ -176,55 +171,22 @@ def ensure(conn: Connection, model: str, dimensions: int, table: VecTable) -> No
     if conn.vec_version is None:
         raise ModelMismatch("the vector extension (sqlite-vec, or pgvector on PostgreSQL) is not loaded; "
                             "vectors cannot be stored")
-    if _pg(conn):
-        pg_vectors.create(conn, table, dimensions)
-    else:
-        _create_vec0(conn, table, dimensions)
+    backend.of(conn).vectors.create(conn, table, dimensions)
     conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                      [(META_MODEL, model), (META_DIMS, str(int(dimensions)))])
-
-
-def _create_vec0(conn: Connection, table: VecTable, dimensions: int) -> None:
-    conn.execute(
-        f"CREATE VIRTUAL TABLE {table.name} USING vec0 ({table.columns_ddl}, "
-        f"embedding float[{int(dimensions)}] distance_metric=cosine, chunk_size={CHUNK_SIZE})"
-    )
-    for sql in table.triggers.values():
-        conn.execute(sql)
-    if table.ann:
-        ann.create(conn, table.name)  # sign codes for the approximate first pass (search/ann.py)
 
 
 def drop(conn: Connection, tables: Sequence[VecTable]) -> None:
     """Forget every vector of `tables` and the recorded model (reindex starts from here)."""
     for table in tables:
-        if _pg(conn):
-            pg_vectors.drop(conn, table)
-            continue
-        for name in table.triggers:
-            conn.execute(f"DROP TRIGGER IF EXISTS {name}")
-        if table_exists(conn, table):
-            conn.execute(f"DROP TABLE {table.name}")
-        ann.drop(conn, table.name)
+        backend.of(conn).vectors.drop(conn, table)
     conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (META_MODEL, META_DIMS))
 
 
 def replace(conn: Connection, table: VecTable, rows: Sequence[tuple[int, Sequence[object], Sequence[float]]]) -> None:
     """(seq, column values in `table.columns` order, vector) rows; replaces any earlier vector."""
-    if not rows:
-        return
-    if _pg(conn):
-        pg_vectors.replace(conn, table, rows)
-        return
-    names = ", ".join(table.columns)
-    marks = ", ".join("?" for _ in table.columns)
-    conn.executemany(f"DELETE FROM {table.name} WHERE rowid = ?", [(r[0],) for r in rows])
-    conn.executemany(
-        f"INSERT INTO {table.name} (rowid, {names}, embedding) VALUES (?, {marks}, ?)",
-        [(seq, *values, pack(vec)) for seq, values, vec in rows],
-    )
-    if table.ann:  # the first column is the partition key (the scope of an approximate query)
-        ann.write(conn, table.name, [(seq, values[0], vec) for seq, values, vec in rows])
+    if rows:
+        backend.of(conn).vectors.replace(conn, table, rows)
 
 
 def count(conn: Connection, table: VecTable) -> int:
@@ -236,35 +198,15 @@ def nearest(conn: Connection, table: VecTable, vector: Sequence[float], *, k: in
     """KNN in `table`: (seq, cosine distance), nearest first; `clauses` filter on its columns inside the KNN."""
     if unusable(vector):
         return []
-    if _pg(conn):
-        return _distances(pg_vectors.nearest(conn, table, vector, k=max(1, min(k, MAX_K)), clauses=clauses,
-                                             params=params))
-    where = ["embedding MATCH ?", "k = ?", *clauses]
-    rows = conn.raw.execute(
-        f"SELECT rowid, distance FROM {table.name} WHERE {' AND '.join(where)} ORDER BY distance",
-        [pack(vector), max(1, min(k, MAX_K)), *params],
-    ).fetchall()
-    return _distances(rows)
+    return _distances(backend.of(conn).vectors.nearest(conn, table, vector, k=max(1, min(k, MAX_K)),
+                                                       clauses=clauses, params=params))
 
 
 def rescore(conn: Connection, table: VecTable, vector: Sequence[float], seqs: Sequence[int], *, k: int,
             clauses: Sequence[str] = (), params: Sequence[object] = ()) -> list[tuple[int, float]]:
-    """Exact cosine distances of `seqs` (those passing `clauses`), nearest first, at most k.
-
-    One point lookup per row: vec0 answers `rowid = ?` from its rowid index, while `rowid IN (…)`
-    scans the table."""
+    """Exact cosine distances of `seqs` (those passing `clauses`), nearest first, at most k."""
     if unusable(vector):
         return []
-    if _pg(conn):
-        hits = _distances(pg_vectors.rescore(conn, table, vector, seqs, clauses=clauses, params=params))
-        hits.sort(key=lambda hit: (hit[1], hit[0]))
-        return hits[:k]
-    where = " AND ".join(["rowid = ?", *clauses])
-    sql = f"SELECT rowid, vec_distance_cosine(embedding, ?) FROM {table.name} WHERE {where}"
-    blob = pack(vector)
-    cur = conn.raw.cursor()
-    out = []
-    for seq in seqs:
-        out.extend(_distances(list(cur.execute(sql, [blob, seq, *params]))))
-    out.sort(key=lambda hit: (hit[1], hit[0]))
-    return out[:k]
+    hits = _distances(backend.of(conn).vectors.rescore(conn, table, vector, seqs, clauses=clauses, params=params))
+    hits.sort(key=lambda hit: (hit[1], hit[0]))
+    return hits[:k]
