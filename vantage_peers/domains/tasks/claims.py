@@ -1,9 +1,10 @@
 """Task claims: the lease `checkout_task` grants (kind `task`, key = the task id).
 
 The claim lives while its holder is seen (presence renews it) or renews it with renew_task_claim.
-When it lapses, the sweep calls `on_expired` exactly once (through the lease hook registered below): the task goes back to `todo` with its
-assignee kept (visibly reassignable), an `[auto]` note says whose claim lapsed and when that
-instance was last seen, and the task's creator gets a message. A former holder whose claim lapsed
+When it lapses, the sweep calls `on_expired` exactly once (the lease hook registered at the end of
+this module): the task goes back to `todo` with its assignee kept (visibly reassignable), an
+`[auto]` note says whose claim lapsed and when that instance was last seen, and the task's creator
+gets a message. A former holder whose claim lapsed
 or was taken over gets LEASE_LOST from complete_task / update_task.
 """
 
