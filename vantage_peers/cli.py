@@ -222,9 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in handlers:
             return handlers[args.command](args)
         if args.command == "serve":
+            from .dashboard.mount import mount_dashboard
             from .http.serve import run_serve
 
-            return run_serve(args.host, args.port, no_auth=args.no_auth, workers=args.workers)
+            return run_serve(args.host, args.port, no_auth=args.no_auth, workers=args.workers, mount=mount_dashboard)
         if args.command == "dashboard":  # issue 23
             from .dashboard.cli import run_dashboard
 

@@ -109,7 +109,7 @@ def task_detail(conn: Connection, task_id: str) -> dict[str, Any] | None:
 # -- Missions ---------------------------------------------------------------------------------
 def mission_list(conn: Connection, *, status: str | None, pilot: str | None, project: str | None,
                  cursor: str | None) -> dict[str, Any]:
-    from ..domains.tasks.rules import MISSION_ALIASES, MISSION_STATUSES, resolve_status_filter
+    from ..domains.missions.vocabulary import MISSION_ALIASES, MISSION_STATUSES, resolve_status_filter
 
     statuses = resolve_status_filter(status, statuses=MISSION_STATUSES, aliases=MISSION_ALIASES) if status else None
     page = missions.list_missions(conn, project=project, pilot=pilot, statuses=statuses, updated_since=None,

@@ -13,13 +13,19 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from .asgi import LOOPBACK, base_url
 
 GRACE_SECONDS = 10
+# What the caller mounts beside /mcp: `mount(starlette, app, host=, no_auth=)`. The CLI passes the
+# dashboard's (dashboard/mount.py): the dashboard builds on http's client store, so http never imports it.
+Mount = Callable[..., Any]
 
 
-def run_serve(host: str | None = None, port: int | None = None, *, no_auth: bool = False, workers: int = 1) -> int:
+def run_serve(host: str | None = None, port: int | None = None, *, no_auth: bool = False, workers: int = 1,
+              mount: Mount | None = None) -> int:
     from ..pipeline.settings import Settings
 
     settings = Settings.from_env()
@@ -44,11 +50,12 @@ def run_serve(host: str | None = None, port: int | None = None, *, no_auth: bool
             print("vantage-peers serve: --workers needs fork (Linux, macOS); serving with one process",
                   file=sys.stderr)
         else:
-            return _run_workers(settings, host, port, no_auth, workers)
-    return _serve_one(settings, host, port, no_auth)
+            return _run_workers(settings, host, port, no_auth, workers, mount)
+    return _serve_one(settings, host, port, no_auth, mount=mount)
 
 
-def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socket | None = None) -> int:
+def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socket | None = None,
+               mount: Mount | None = None) -> int:
     """One process: the app, its scheduler and uvicorn (on `sock` when a parent bound it)."""
     import uvicorn
 
@@ -59,9 +66,8 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
     app = create_app(settings)
     logging.getLogger("mcp").setLevel(logging.WARNING)  # not one INFO line per stateless request
     starlette = build_http_app(app, host=host, port=port, no_auth=no_auth)
-    from ..dashboard.mount import mount_dashboard  # issue 23: the web dashboard at /dashboard
-
-    mount_dashboard(starlette, app, host=host, no_auth=no_auth)
+    if mount is not None:  # issue 23: the web dashboard at /dashboard
+        mount(starlette, app, host=host, no_auth=no_auth)
     scheduler = None
     if settings.scheduler:
         from ..pipeline.scheduler import Scheduler
@@ -108,7 +114,7 @@ def _listen(host: str, port: int, family: int, *, reuse_port: bool, listen: bool
     return sock
 
 
-def _run_workers(settings, host: str, port: int, no_auth: bool, workers: int) -> int:
+def _run_workers(settings, host: str, port: int, no_auth: bool, workers: int, mount: Mount | None = None) -> int:
     """Pre-fork: `workers` processes accepting on one port (each its own SO_REUSEPORT socket).
 
     A process runs Python one thread at a time, so one serve process tops out near one core; each
@@ -139,7 +145,7 @@ def _run_workers(settings, host: str, port: int, no_auth: bool, workers: int) ->
                 if shared is None:
                     probe.close()  # the parent's, inherited by fork
                 sock = shared or _listen(host, port, family, reuse_port=True)
-                code = _serve_one(settings, host, port, no_auth, sock)
+                code = _serve_one(settings, host, port, no_auth, sock, mount)
             finally:
                 os._exit(code)
         children.append(pid)

@@ -22,7 +22,7 @@ import json
 import sys
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, get_args, get_origin
 
 import apsw
 import pydantic
@@ -38,10 +38,8 @@ from ..db import BUSY_ERRORS
 from ..db.faults import storage_error
 from . import arguments as argcheck
 from . import idempotency, policy
+from .host import Host as App  # the App as the pipeline sees it (app.py builds on this module)
 from .toolsets import check_enabled
-
-if TYPE_CHECKING:
-    from .app import App
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # SQLite's integer range
 

@@ -12,12 +12,10 @@ DOMAIN_TOOLSETS; a domain not in the map lands in DEFAULT_TOOLSET.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.errors import InvalidArgument, VantageError
-
-if TYPE_CHECKING:
-    from .app import App
+from .host import Host as App  # the App as the pipeline sees it (app.py builds on this module)
 
 CORE = "core"
 # name -> what it holds (shown by list_toolsets and in the README); the order is the listing order.

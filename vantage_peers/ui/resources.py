@@ -95,14 +95,9 @@ def fetch(conn: Connection, primitive: str, params: dict[str, Any], limit: int) 
     from ..domains.memory.models import check_types
     from ..domains.messaging import store as messaging
     from ..domains.missions import store as missions
+    from ..domains.missions.vocabulary import MISSION_ALIASES, MISSION_STATUSES
     from ..domains.tasks import store as tasks
-    from ..domains.tasks.rules import (
-        MISSION_ALIASES,
-        MISSION_STATUSES,
-        TASK_ALIASES,
-        TASK_STATUSES,
-        resolve_status_filter,
-    )
+    from ..domains.tasks.rules import TASK_ALIASES, TASK_STATUSES, resolve_status_filter
 
     p = {name: _text(params, name) for name in params}
     readers = readers_of(current_principal())  # the tools' read visibility (docs/policy.md)

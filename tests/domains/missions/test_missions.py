@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from support.tasks_helpers import call, error, mission, page_all, task
 
-from vantage_peers.domains.tasks.rules import MISSION_LITE
+from vantage_peers.domains.missions.vocabulary import MISSION_LITE
 
 pytestmark = pytest.mark.backends
 

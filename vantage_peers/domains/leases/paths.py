@@ -23,7 +23,7 @@ from ...core.errors import Forbidden, InvalidArgument, NotFound, VantageError
 from ...core.ids import now_ms
 from ...core.rbac import SYSTEM
 from ...db import Connection, Database, Row, current_scope
-from ..messaging import store as messaging
+from .. import ports
 from . import globs, sweep
 from . import repo as repos
 from . import store as leases
@@ -308,9 +308,9 @@ def force_release(conn: Connection, *, reservation_id: str, reason: str, caller:
     released = leases.release(conn, ids=[reservation_id], now=now, reason="forced", by=caller)
     if not released:
         return {"released": False, "id": reservation_id, "why": "already released or expired"}
-    messaging.send_message(conn, sender=caller, channel=row["holder"], instance_id=row["holderInstance"] or None,
-                           content=f"[auto] {caller} force-released your reservation of {row['key']!r} in "
-                                   f"{row['scope'] or '(no repo)'} ({reservation_id}): {reason}")
+    ports.notify(conn, sender=caller, channel=row["holder"], instance_id=row["holderInstance"] or None,
+                 content=f"[auto] {caller} force-released your reservation of {row['key']!r} in "
+                         f"{row['scope'] or '(no repo)'} ({reservation_id}): {reason}")
     return {"released": True, "id": reservation_id, "holder": leases.holder_text(row), "path": row["key"]}
 
 

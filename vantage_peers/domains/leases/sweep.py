@@ -5,16 +5,14 @@ by the grants of each kind before they decide (lazy)."""
 from __future__ import annotations
 
 from ...db import Connection, Database, Row
-from ..tasks import claims
-from . import store
+from . import hooks, store
 
 
 def expire_due(conn: Connection, *, now: int, kind: str | None = None, scope: str | None = None,
                key: str | None = None) -> list[Row]:
     rows = store.expire_due(conn, now=now, kind=kind, scope=scope, key=key)
     for row in rows:
-        if row["kind"] == "task":
-            claims.on_expired(conn, row, now)
+        hooks.lapsed(conn, row, now)  # the owner of the kind acts on it (tasks: the claim's task)
     return rows
 
 

@@ -11,9 +11,8 @@ from ...core.validators import check_name
 from ...db.paging import Fields
 from ...pipeline.app import App
 from ...pipeline.scheduler import tick_now
-from ..tasks import claims
+from . import hooks, slots, sweep
 from . import paths as path_store
-from . import slots, sweep
 from . import store as leases
 
 JOB = "lease-expiry"
@@ -31,7 +30,7 @@ def register(app: App) -> None:
     def renew_task_claim(taskId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Extend your claim on a checked-out task by its TTL; returns the lease (LEASE_LOST when it lapsed or was taken)."""
         caller, now = callerOrchestrator, now_ms()
-        return db.write(lambda c: claims.renew_claim(c, task_id=taskId, caller=caller, now=now))
+        return db.write(lambda c: hooks.renew(c, kind="task", key=taskId, holder=caller, now=now))
 
     # Never inside a transaction: with waitSeconds it waits between attempts (one transaction each).
     @app.tool("write", identity="callerOrchestrator", instance="callerInstance")

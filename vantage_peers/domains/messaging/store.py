@@ -10,6 +10,7 @@ from ...db import Connection, Row, dumps, loads
 from ...db.paging import equals, keyset_page, to_doc
 from ...search.fts import fts_query
 from ...search.keyword import keyword_docs
+from .. import ports
 from ..profiles import store as profiles
 
 BROADCAST = "broadcast"
@@ -231,3 +232,6 @@ def search_messages(
     where, params = where + seen, params + seen_params
     return keyword_docs(conn, fts="messages_fts", table="messages", match=match, where=where, params=params,
                         limit=limit, snippet="content", shape=message_doc)
+
+
+ports.notify.offer(send_message)  # the domains below messaging (leases) send their notices through it

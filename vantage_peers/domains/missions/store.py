@@ -10,7 +10,7 @@ from ...core.errors import InvalidArgument, InvalidState, NotFound
 from ...core.ids import new_id, now_ms
 from ...db import Connection, Row, dumps
 from ...db.paging import equals, keyset_page, to_doc
-from ..tasks.rules import MISSION_LITE, status_sql
+from .vocabulary import MISSION_LITE, status_sql
 
 SIMPLE_FIELDS = ("name", "description", "project", "priority", "pilot", "brief", "startDate", "targetDate",
                  "progress")

@@ -13,9 +13,9 @@ from ...db import Connection
 from ...db.paging import Fields
 from ...pipeline.app import App
 from ...pipeline.policy import Owns, row_loader
-from ..tasks import store as tasks
-from ..tasks.rules import MISSION_ALIASES, MISSION_STATUSES, PRIORITIES, resolve_status_filter
+from .. import ports
 from . import store
+from .vocabulary import MISSION_ALIASES, MISSION_STATUSES, PRIORITIES, resolve_status_filter
 
 MAX_TEXT_BYTES = 200_000
 MAX_MISSION_TASKS = 500
@@ -64,7 +64,7 @@ def mission_view(conn: Connection, mission_id: str) -> dict[str, Any] | None:
     doc = store.mission_doc(row)
     rows = conn.query("SELECT * FROM tasks WHERE missionId = ? ORDER BY createdAt, id LIMIT ?",
                       (mission_id, MAX_MISSION_TASKS + 1))
-    items = [tasks.task_doc(r) for r in rows[:MAX_MISSION_TASKS]]
+    items = [ports.task_doc(r) for r in rows[:MAX_MISSION_TASKS]]  # offered by tasks (above missions)
     fit = fit_envelope(items, extra=doc, key="tasks")
     doc["tasks"] = items[:fit]
     doc["taskCounts"] = store.task_counts(conn, mission_id)

@@ -1,9 +1,10 @@
 """Task claims: the lease `checkout_task` grants (kind `task`, key = the task id).
 
 The claim lives while its holder is seen (presence renews it) or renews it with renew_task_claim.
-When it lapses, the sweep calls `on_expired` exactly once: the task goes back to `todo` with its
-assignee kept (visibly reassignable), an `[auto]` note says whose claim lapsed and when that
-instance was last seen, and the task's creator gets a message. A former holder whose claim lapsed
+When it lapses, the sweep calls `on_expired` exactly once (the lease hook registered at the end of
+this module): the task goes back to `todo` with its assignee kept (visibly reassignable), an
+`[auto]` note says whose claim lapsed and when that instance was last seen, and the task's creator
+gets a message. A former holder whose claim lapsed
 or was taken over gets LEASE_LOST from complete_task / update_task.
 """
 
@@ -17,6 +18,7 @@ from ...core.errors import InvalidState, NotFound
 from ...core.ids import new_id
 from ...core.rbac import SYSTEM
 from ...db import Connection, Row, loads
+from ..leases import hooks as lease_hooks
 from ..leases import paths
 from ..leases import store as leases
 from ..messaging import store as messaging
@@ -175,3 +177,9 @@ def reserve_files(conn: Connection, *, task: Mapping[str, Any], caller: str, ins
         marks = ",".join("?" * len(ids))
         conn.execute(f"UPDATE agentLeases SET claimOf = ? WHERE id IN ({marks})", [task["id"], *ids])
     return result["granted"]
+
+
+# Leases sit below tasks: the sweep and renew_task_claim reach a task claim through these hooks
+# (registered when the tasks package loads: tasks/__init__.py imports this module).
+lease_hooks.on_lapse(KIND, on_expired)
+lease_hooks.on_renew(KIND, lambda conn, *, key, holder, now: renew_claim(conn, task_id=key, caller=holder, now=now))

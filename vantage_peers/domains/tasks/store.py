@@ -21,6 +21,7 @@ from ...db.paging import (
 )
 from ...search.fts import fts_query
 from ...search.keyword import keyword_docs
+from .. import ports
 from ..missions import store as missions
 from . import claims, eligibility, segments
 from .eligibility import UNASSIGNED
@@ -237,3 +238,6 @@ def search_tasks(conn: Connection, *, query: str, limit: int, readers: tuple[str
     # Filters run inside a subquery on `tasks` alone: `title` would be ambiguous next to tasks_fts.
     return keyword_docs(conn, fts="tasks_fts", table="tasks", match=match, limit=limit, inner_where=where,
                         inner_params=params, weights=(4.0, 1.0), snippet="title", shape=task_doc)
+
+
+ports.task_doc.offer(task_doc)  # get_mission (missions sit below tasks) lists a mission's tasks through it
