@@ -51,11 +51,16 @@ from .handlers import (
     VantageRegistrationHandler,
     VantageTokenHandler,
 )
+from .health import healthz, readyz
+from .logs import RequestIdMiddleware
+from .metrics import Metrics, SseStreams, loopback_only, metrics_endpoint
+from .metrics_db import DatabaseCollector
 from .origin import OriginCheck
 from .provider import SqliteOAuthProvider, VantageTokenVerifier
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-CORS_HEADERS = ["Content-Type", "Authorization", "mcp-session-id", "Last-Event-ID", "mcp-protocol-version"]
+CORS_HEADERS = ["Content-Type", "Authorization", "mcp-session-id", "Last-Event-ID", "mcp-protocol-version",
+                "X-Request-Id"]
 
 
 def base_url(settings: Any, host: str, port: int) -> str:
@@ -117,10 +122,19 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
     async def health(_: Request) -> Response:
         return JSONResponse(health_body())
 
-    routes: list[Any] = [Route("/health", health, methods=["GET"])]
-    middleware: list[Middleware] = [Middleware(CORSMiddleware, allow_origins=["*"], allow_headers=CORS_HEADERS,
+    # Issue #31, the operator's view: probes, /metrics (metrics.py), request ids and SSE streams counted.
+    metrics = Metrics(app.registered)
+    # MCPServer.middleware: the SDK's public hook around every MCP request (one per HTTP app built)
+    mcp.middleware[:] = [m for m in mcp.middleware if not getattr(m, "vp_metrics", False)]
+    mcp.middleware.append(metrics.observe_call)
+    scrape = metrics_endpoint(metrics, [DatabaseCollector(app)], master=settings.bearer_secret_master,
+                              open_locally=loopback_only(host, settings.public_base_url))
+    routes: list[Any] = [Route("/health", health, methods=["GET"]), Route("/healthz", healthz, methods=["GET"]),
+                         Route("/readyz", readyz(app), methods=["GET"]), Route("/metrics", scrape, methods=["GET"])]
+    middleware: list[Middleware] = [Middleware(RequestIdMiddleware), Middleware(SseStreams, metrics=metrics),
+                                    Middleware(CORSMiddleware, allow_origins=["*"], allow_headers=CORS_HEADERS,
                                                allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
-                                               expose_headers=["mcp-session-id", "WWW-Authenticate"])]
+                                               expose_headers=["mcp-session-id", "WWW-Authenticate", "X-Request-Id"])]
     if host in LOOPBACK:  # #19: Origin/Host parsed, not prefix-matched (the SDK's check admits 127.0.0.1:1@evil)
         middleware.append(Middleware(OriginCheck, public_base_url=public))
     if no_auth:

@@ -36,6 +36,13 @@ def run_serve(host: str | None = None, port: int | None = None, *, no_auth: bool
         print("vantage-peers serve: BEARER_SECRET_MASTER is not set. Generate one with `openssl rand -hex 32` "
               "and export it (or pass --no-auth on a loopback host for local testing).", file=sys.stderr)
         return 2
+    from .logs import log_format
+
+    try:
+        log_format(os.environ)
+    except ValueError as exc:
+        print(f"vantage-peers serve: {exc}", file=sys.stderr)
+        return 2
     if workers < 1 or workers > 64:
         print(f"vantage-peers serve: --workers must be between 1 and 64, got {workers}", file=sys.stderr)
         return 2
@@ -54,8 +61,11 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
 
     from ..server import create_app
     from .asgi import build_http_app
+    from .logs import configure, log_format
     from .timeouts import guarded_protocol
 
+    fmt = log_format(os.environ)  # VP_LOG_FORMAT=json: one JSON object per line (logs.py, #31)
+    configure(fmt)
     app = create_app(settings)
     logging.getLogger("mcp").setLevel(logging.WARNING)  # not one INFO line per stateless request
     starlette = build_http_app(app, host=host, port=port, no_auth=no_auth)
@@ -64,12 +74,12 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
     mount_dashboard(starlette, app, host=host, no_auth=no_auth)
     scheduler = None
     if settings.scheduler:
-        from ..pipeline.scheduler import Scheduler
+        from .health import WatchedScheduler  # its ticks are watched by /readyz and /metrics (#31)
 
-        scheduler = Scheduler(app)
+        scheduler = WatchedScheduler(app)
         scheduler.start()
-    print(f"vantage-peers serve: MCP at {base_url(settings, host, port)}/mcp, dashboard at /dashboard (bound to "
-          f"{host}:{port}, db {app.db.path})", file=sys.stderr, flush=True)
+    _say(fmt, f"vantage-peers serve: MCP at {base_url(settings, host, port)}/mcp, dashboard at /dashboard (bound "
+              f"to {host}:{port}, db {app.db.path})")
     # uvicorn drains on SIGTERM/SIGINT, then re-raises the signal to the handler that was there
     # before it: make that a no-op (kept to the end: a second signal during the close below must
     # not kill the process half-way), so the scheduler and the database are closed, exit 0.
@@ -77,6 +87,7 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
         signal.signal(sig, lambda *_: None)
     try:
         config = uvicorn.Config(starlette, host=host, port=port, log_level="warning", lifespan="on",
+                                log_config=None if fmt == "json" else uvicorn.config.LOGGING_CONFIG,
                                 timeout_graceful_shutdown=GRACE_SECONDS, access_log=False,
                                 # idle / slow-header connections are closed (#19): uvicorn alone never does
                                 http=guarded_protocol(settings.http_header_timeout_seconds))
@@ -85,8 +96,16 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
         if scheduler is not None:
             scheduler.stop()
         app.db.close()
-    print("vantage-peers serve: stopped", file=sys.stderr, flush=True)
+    _say(fmt, "vantage-peers serve: stopped")
     return 0
+
+
+def _say(fmt: str, line: str) -> None:
+    """A start/stop line: plain on stderr, or a JSON log line under VP_LOG_FORMAT=json."""
+    if fmt == "json":
+        logging.getLogger("vantage_peers.serve").info(line)
+    else:
+        print(line, file=sys.stderr, flush=True)
 
 
 def _listen(host: str, port: int, family: int, *, reuse_port: bool, listen: bool = True) -> socket.socket:
