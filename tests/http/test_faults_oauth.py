@@ -9,7 +9,8 @@ import time
 import pytest
 from support.http_helpers import make_client, serving
 
-from vantage_peers.http.limits import Buckets, FailureBackoff, redirect_uri_problem
+from vantage_peers.http.limits import redirect_uri_problem
+from vantage_peers.http.shared_limits import Bucket, LimitStore, bucket
 
 
 @pytest.fixture(scope="module")
@@ -142,27 +143,29 @@ def test_wrong_client_secrets_back_off_then_429_and_the_token_bucket(tight):
     assert "token requests" in refused.json()["error_description"]
 
 
-def test_buckets_and_backoff_unit():
-    b = Buckets(per_minute=60, burst=2)
-    assert b.take("a", 0.0) is None and b.take("a", 0.0) is None
-    assert b.take("a", 0.0) == pytest.approx(1.0)
-    assert b.take("b", 0.0) is None  # another address has its own bucket
-    assert b.take("a", 1.0) is None
-    small = Buckets(per_minute=60, burst=1, max_keys=3)
-    for i in range(10):
-        small.take(str(i), 0.0)
-    assert len(small._state) == 3
-    f = FailureBackoff(free=2, max_seconds=8)
+def test_buckets_and_backoff_unit(db):
+    store = LimitStore(db, free=2, max_seconds=8)
+    b = [bucket("t", 60, what="tests")]  # 1 a second, burst 60 -> take the burst down first
+    two = [Bucket("t2", 60, 2.0, what="tests")]
+    assert store.admit("a", two, now=0.0) is None and store.admit("a", two, now=0.0) is None
+    wait, what = store.admit("a", two, now=0.0)
+    assert wait == pytest.approx(1.0) and what == "tests"
+    assert store.admit("b", two, now=0.0) is None  # another address has its own bucket
+    assert store.admit("a", two, now=1.0) is None
+    overall = [Bucket("o", 60, 1.0, per_address=False)]
+    assert store.admit("x", overall, now=0.0) is None and store.admit("y", overall, now=0.0) is not None
+    assert store.admit("a", b, now=0.0) is None
     for _ in range(2):
-        f.failed("ip", 0.0)
-    assert f.locked("ip", 0.0) is None
-    f.failed("ip", 0.0)
-    assert f.locked("ip", 0.0) == pytest.approx(1.0)
+        store.failed("ip", now=0.0)
+    assert store.locked("ip", now=0.0) is None
+    store.failed("ip", now=0.0)
+    assert store.locked("ip", now=0.0) == pytest.approx(1.0)
+    assert store.admit("ip", b, backoff=True, now=0.0)[1] == "failed client authentications"
     for _ in range(10):
-        f.failed("ip", 0.0)
-    assert f.locked("ip", 0.0) == pytest.approx(8.0)
-    f.succeeded("ip")
-    assert f.locked("ip", 0.0) is None
+        store.failed("ip", now=0.0)
+    assert store.locked("ip", now=0.0) == pytest.approx(8.0)
+    store.succeeded("ip")
+    assert store.locked("ip", now=0.0) is None
 
 
 def test_redirect_uri_rule_unit():

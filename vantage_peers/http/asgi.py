@@ -13,6 +13,7 @@ publishes them under `/oauth/` (the bare paths are kept as aliases).
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlparse
@@ -41,7 +42,7 @@ from starlette.routing import Route, request_response
 from .. import __version__
 from . import limits as oauth_limits
 from .admin import admin_routes
-from .cimd_http import cimd_authorize
+from .cimd_http import CimdFetchLimit, cimd_authorize
 from .clerk import ClerkExchange
 from .consent import ConsentPage
 from .handlers import (
@@ -57,6 +58,8 @@ from .metrics import Metrics, SseStreams, loopback_only, metrics_endpoint
 from .metrics_db import DatabaseCollector
 from .origin import OriginCheck
 from .provider import SqliteOAuthProvider, VantageTokenVerifier
+from .proxies import ClientAddress, trusted_from_env
+from .shared_limits import LimitStore
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 CORS_HEADERS = ["Content-Type", "Authorization", "mcp-session-id", "Last-Event-ID", "mcp-protocol-version",
@@ -131,7 +134,8 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
                               open_locally=loopback_only(host, settings.public_base_url))
     routes: list[Any] = [Route("/health", health, methods=["GET"]), Route("/healthz", healthz, methods=["GET"]),
                          Route("/readyz", readyz(app), methods=["GET"]), Route("/metrics", scrape, methods=["GET"])]
-    middleware: list[Middleware] = [Middleware(RequestIdMiddleware), Middleware(SseStreams, metrics=metrics),
+    middleware: list[Middleware] = [Middleware(ClientAddress, trusted=trusted_from_env(os.environ)),  # #31
+                                    Middleware(RequestIdMiddleware), Middleware(SseStreams, metrics=metrics),
                                     Middleware(CORSMiddleware, allow_origins=["*"], allow_headers=CORS_HEADERS,
                                                allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
                                                expose_headers=["mcp-session-id", "WWW-Authenticate", "X-Request-Id"])]
@@ -160,15 +164,22 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
         prm = ProtectedResourceMetadata(resource=AnyHttpUrl(f"{public}/mcp"), authorization_servers=[AnyHttpUrl(public)],
                                         scopes_supported=SCOPES, resource_name="vantage-peers")
         prm_handler = _metadata_handler(prm, public)
-        authorize = _limited(cimd_authorize(provider, AuthorizationHandler(provider).handle))  # CIMD reasons
-        # per-address rate limits and failed-client-auth backoff (429 + Retry-After), see http/limits.py
+        # per-address rate limits and failed-client-auth backoff (429 + Retry-After), see http/limits.py;
+        # kept in the database, so every worker and replica shares them (#31, shared_limits.py)
         caps = oauth_limits.limiters(settings.oauth_register_per_minute, settings.oauth_token_per_minute)
-        token = oauth_limits.RateLimit(_limited(VantageTokenHandler(provider, authenticator).handle),
-                                       buckets=caps["token"], what="token requests", backoff=caps["backoff"])
+        store = LimitStore(app.db)
+
+        def refused(endpoint: str) -> Any:
+            return metrics.rate_limited.labels(endpoint).inc
+
+        fetches = CimdFetchLimit(store, caps["cimd"], refused("authorize"))  # CIMD fetches limited like DCR
+        authorize = _limited(cimd_authorize(provider, AuthorizationHandler(provider).handle, fetches))
+        token = oauth_limits.RateLimit(_limited(VantageTokenHandler(provider, authenticator).handle), store=store,
+                                       buckets=caps["token"], backoff=True, refused=refused("token"))
         register = oauth_limits.RateLimit(
             RequestBodyLimitMiddleware(request_response(VantageRegistrationHandler(provider, f"{public}/oauth/token")
                                                         .handle), oauth_limits.MAX_REGISTRATION_BYTES),
-            buckets=caps["register"], overall=caps["register_overall"], what="client registrations")
+            store=store, buckets=caps["register"], refused=refused("register"))
         revoke = _limited(RevocationHandler(provider, authenticator).handle)
         consent = _limited(ConsentPage(provider, secure_cookie=public.startswith("https://")).handle)
         clerk = ClerkExchange(app.db, issuer_domain=settings.clerk_jwt_issuer_domain,

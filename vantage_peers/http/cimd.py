@@ -219,6 +219,12 @@ class DocumentCache:
         self._items: dict[str, tuple[float, ClientDocument]] = {}
         self._lock = threading.Lock()
 
+    def cached(self, url: str) -> bool:
+        """A fresh document for `url` is here: resolving it fetches nothing."""
+        with self._lock:
+            hit = self._items.get(url)
+            return hit is not None and hit[0] > time.monotonic()
+
     def resolve(self, url: str, *, test_loopback: bool) -> ClientDocument:
         now = time.monotonic()
         with self._lock:

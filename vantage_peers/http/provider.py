@@ -8,6 +8,7 @@ constant time against the environment, without touching the database.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import time
@@ -35,6 +36,8 @@ from .cimd_store import upsert_cimd_client
 from .tokens import digest, new_secret, same
 
 log = logging.getLogger(__name__)
+# The CIMD client_id this request already resolved (a no-store document is fetched once per request).
+_RESOLVED: contextvars.ContextVar[str | None] = contextvars.ContextVar("vp_cimd_resolved", default=None)
 CODE_TTL_MS = 5 * 60_000
 CONSENT_TTL_MS = 10 * 60_000
 
@@ -72,9 +75,11 @@ class SqliteOAuthProvider:
         doc = await anyio.to_thread.run_sync(
             lambda: self.cimd.resolve(client_id, test_loopback=self.cimd_test_loopback))
         await self._write(lambda c: upsert_cimd_client(c, doc, now=now_ms()))
+        _RESOLVED.set(client_id)
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        if is_cimd_client_id(client_id):
+        # /oauth/authorize resolved it a moment ago in this request (cimd_http.py): no second fetch
+        if is_cimd_client_id(client_id) and _RESOLVED.get() != client_id:
             try:
                 await self.resolve_cimd(client_id)
             except CimdRefused as exc:

@@ -37,9 +37,11 @@ def run_serve(host: str | None = None, port: int | None = None, *, no_auth: bool
               "and export it (or pass --no-auth on a loopback host for local testing).", file=sys.stderr)
         return 2
     from .logs import log_format
+    from .proxies import trusted_from_env
 
     try:
         log_format(os.environ)
+        trusted_from_env(os.environ)
     except ValueError as exc:
         print(f"vantage-peers serve: {exc}", file=sys.stderr)
         return 2
@@ -89,6 +91,10 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
         config = uvicorn.Config(starlette, host=host, port=port, log_level="warning", lifespan="on",
                                 log_config=None if fmt == "json" else uvicorn.config.LOGGING_CONFIG,
                                 timeout_graceful_shutdown=GRACE_SECONDS, access_log=False,
+                                # X-Forwarded-For is read by proxies.py from VP_TRUSTED_PROXIES only (#31):
+                                # uvicorn's own handling trusts 127.0.0.1, through which anyone local
+                                # could pose as any address
+                                proxy_headers=False,
                                 # idle / slow-header connections are closed (#19): uvicorn alone never does
                                 http=guarded_protocol(settings.http_header_timeout_seconds))
         uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
