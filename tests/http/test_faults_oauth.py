@@ -10,7 +10,6 @@ import pytest
 from support.http_helpers import make_client, serving
 
 from vantage_peers.http.limits import redirect_uri_problem
-from vantage_peers.http.shared_limits import Bucket, LimitStore, bucket
 
 
 @pytest.fixture(scope="module")
@@ -141,31 +140,6 @@ def test_wrong_client_secrets_back_off_then_429_and_the_token_bucket(tight):
             break
     assert codes[0] == 400 and codes[-1] == 429, codes
     assert "token requests" in refused.json()["error_description"]
-
-
-def test_buckets_and_backoff_unit(db):
-    store = LimitStore(db, free=2, max_seconds=8)
-    b = [bucket("t", 60, what="tests")]  # 1 a second, burst 60 -> take the burst down first
-    two = [Bucket("t2", 60, 2.0, what="tests")]
-    assert store.admit("a", two, now=0.0) is None and store.admit("a", two, now=0.0) is None
-    wait, what = store.admit("a", two, now=0.0)
-    assert wait == pytest.approx(1.0) and what == "tests"
-    assert store.admit("b", two, now=0.0) is None  # another address has its own bucket
-    assert store.admit("a", two, now=1.0) is None
-    overall = [Bucket("o", 60, 1.0, per_address=False)]
-    assert store.admit("x", overall, now=0.0) is None and store.admit("y", overall, now=0.0) is not None
-    assert store.admit("a", b, now=0.0) is None
-    for _ in range(2):
-        store.failed("ip", now=0.0)
-    assert store.locked("ip", now=0.0) is None
-    store.failed("ip", now=0.0)
-    assert store.locked("ip", now=0.0) == pytest.approx(1.0)
-    assert store.admit("ip", b, backoff=True, now=0.0)[1] == "failed client authentications"
-    for _ in range(10):
-        store.failed("ip", now=0.0)
-    assert store.locked("ip", now=0.0) == pytest.approx(8.0)
-    store.succeeded("ip")
-    assert store.locked("ip", now=0.0) is None
 
 
 def test_redirect_uri_rule_unit():

@@ -10,6 +10,7 @@ import pytest
 from support.http_helpers import REDIRECT, Docs, Serve, make_client, serving
 
 from vantage_peers.http.proxies import client_address, parse_trusted
+from vantage_peers.http.shared_limits import Bucket, LimitStore, bucket
 
 PER_MINUTE = 5  # burst 5, then one more every 12 s
 
@@ -20,9 +21,10 @@ def register(server: Serve, headers: dict[str, str] | None = None):
 
 
 @pytest.mark.slow  # two serve processes
-def test_two_serve_processes_spend_one_registration_budget(tmp_path):
+@pytest.mark.backends
+def test_two_serve_processes_spend_one_registration_budget(tmp_path, database_url):
     db = tmp_path / "shared.db"
-    env = {"VP_OAUTH_REGISTER_PER_MINUTE": str(PER_MINUTE)}
+    env = {"VP_OAUTH_REGISTER_PER_MINUTE": str(PER_MINUTE), **({"VP_DATABASE_URL": database_url} if database_url else {})}
     with serving(db, env=env) as a, serving(db, env=env) as b:
         started = time.monotonic()
         codes = [register(server).status_code for _ in range(8) for server in (a, b)]
@@ -101,3 +103,29 @@ def test_client_address_rules_unit():
     assert client_address("127.0.0.1", {b"x-forwarded-for": b"garbage"}, trusted) == "127.0.0.1"
     with pytest.raises(ValueError, match="VP_TRUSTED_PROXIES"):
         parse_trusted("10.0.0.0/8, proxy.example")
+
+
+@pytest.mark.backends
+def test_limit_store_buckets_and_backoff(db):
+    store = LimitStore(db, free=2, max_seconds=8)
+    b = [bucket("t", 60, what="tests")]  # 1 a second, burst 60 -> take the burst down first
+    two = [Bucket("t2", 60, 2.0, what="tests")]
+    assert store.admit("a", two, now=0.0) is None and store.admit("a", two, now=0.0) is None
+    wait, what = store.admit("a", two, now=0.0)
+    assert wait == pytest.approx(1.0) and what == "tests"
+    assert store.admit("b", two, now=0.0) is None  # another address has its own bucket
+    assert store.admit("a", two, now=1.0) is None
+    overall = [Bucket("o", 60, 1.0, per_address=False)]
+    assert store.admit("x", overall, now=0.0) is None and store.admit("y", overall, now=0.0) is not None
+    assert store.admit("a", b, now=0.0) is None
+    for _ in range(2):
+        store.failed("ip", now=0.0)
+    assert store.locked("ip", now=0.0) is None
+    store.failed("ip", now=0.0)
+    assert store.locked("ip", now=0.0) == pytest.approx(1.0)
+    assert store.admit("ip", b, backoff=True, now=0.0)[1] == "failed client authentications"
+    for _ in range(10):
+        store.failed("ip", now=0.0)
+    assert store.locked("ip", now=0.0) == pytest.approx(8.0)
+    store.succeeded("ip")
+    assert store.locked("ip", now=0.0) is None
