@@ -43,6 +43,7 @@ from .. import __version__
 from . import limits as oauth_limits
 from .admin import admin_routes
 from .cimd_http import CimdFetchLimit, cimd_authorize
+from .cimd_mode import CimdPolicy, mode_from_env
 from .clerk import ClerkExchange
 from .consent import ConsentPage
 from .handlers import (
@@ -92,16 +93,21 @@ def _security(host: str, public: str) -> TransportSecuritySettings | None:
                                      allowed_origins=origins)
 
 
-def _metadata_handler(model: Any, public: str) -> Any:
-    """The SDK's metadata documents, with `issuer` exactly PUBLIC_BASE_URL (pydantic adds a '/')."""
+def _metadata_handler(model: Any, public: str, cimd: CimdPolicy | None = None) -> Any:
+    """The SDK's metadata documents, with `issuer` exactly PUBLIC_BASE_URL (pydantic adds a '/'); the
+    authorization server's offers CIMD only while `cimd` says so (VP_CIMD, #31)."""
     doc = model.model_dump(mode="json", exclude_none=True)
     if "issuer" in doc:
         doc["issuer"] = public
     if "authorization_servers" in doc:
         doc["authorization_servers"] = [public]
+    without = {k: v for k, v in doc.items() if k != "client_id_metadata_document_supported"}
+    # auto may change its mind: a client should not keep an hour-old answer
+    cache = "no-cache" if cimd is not None and cimd.mode == "auto" else "public, max-age=3600"
 
     async def handle(_: Request) -> Response:
-        return JSONResponse(doc, headers={"Cache-Control": "public, max-age=3600"})
+        body = doc if cimd is None or cimd.advertised() else without
+        return JSONResponse(body, headers={"Cache-Control": cache})
 
     return handle
 
@@ -144,9 +150,11 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
     if no_auth:
         routes.append(Route("/mcp", endpoint=endpoint))
     else:
+        cimd_policy = CimdPolicy(mode_from_env(os.environ))  # VP_CIMD=on|off|auto (#31)
         provider = SqliteOAuthProvider(app.db, base_url=public, access_ttl_s=settings.access_token_ttl_seconds,
                                        refresh_ttl_s=settings.refresh_token_ttl_seconds,
-                                       cimd_test_loopback=settings.cimd_test_loopback)  # CIMD (issue 24)
+                                       cimd_test_loopback=settings.cimd_test_loopback,  # CIMD (issue 24)
+                                       cimd_policy=cimd_policy)
         verifier = VantageTokenVerifier(app.db, settings.bearer_secret_master)
         authenticator = HashedClientAuthenticator(provider)
         prm_url = AnyHttpUrl(f"{public}/.well-known/oauth-protected-resource")
@@ -157,7 +165,7 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
         metadata.registration_endpoint = AnyHttpUrl(f"{public}/oauth/register")
         metadata.revocation_endpoint = AnyHttpUrl(f"{public}/oauth/revoke")
         metadata.grant_types_supported = ["authorization_code", "refresh_token", "client_credentials"]
-        metadata.client_id_metadata_document_supported = True  # CIMD (issue 24, http/cimd.py); DCR stays
+        metadata.client_id_metadata_document_supported = True  # CIMD (issue 24, http/cimd.py), per VP_CIMD; DCR stays
         # exactly the methods HashedClientAuthenticator accepts (public clients use `none`)
         metadata.token_endpoint_auth_methods_supported = ["client_secret_post", "client_secret_basic", "none"]
         metadata.revocation_endpoint_auth_methods_supported = ["client_secret_post", "client_secret_basic", "none"]
@@ -188,7 +196,7 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
             Route("/mcp", endpoint=SpecRequireAuth(endpoint, [], prm_url)),
             Route("/.well-known/oauth-protected-resource", prm_handler, methods=["GET", "OPTIONS"]),
             Route("/.well-known/oauth-protected-resource/mcp", prm_handler, methods=["GET", "OPTIONS"]),
-            Route("/.well-known/oauth-authorization-server", _metadata_handler(metadata, public),
+            Route("/.well-known/oauth-authorization-server", _metadata_handler(metadata, public, cimd_policy),
                   methods=["GET", "OPTIONS"]),
             Route("/oauth/consent", consent, methods=["GET", "POST"]),
             Route("/issueBearerFromClerk", _limited(clerk.handle), methods=["POST", "OPTIONS"]),

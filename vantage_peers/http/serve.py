@@ -36,12 +36,14 @@ def run_serve(host: str | None = None, port: int | None = None, *, no_auth: bool
         print("vantage-peers serve: BEARER_SECRET_MASTER is not set. Generate one with `openssl rand -hex 32` "
               "and export it (or pass --no-auth on a loopback host for local testing).", file=sys.stderr)
         return 2
+    from .cimd_mode import mode_from_env
     from .logs import log_format
     from .proxies import trusted_from_env
 
     try:
         log_format(os.environ)
         trusted_from_env(os.environ)
+        mode_from_env(os.environ)
     except ValueError as exc:
         print(f"vantage-peers serve: {exc}", file=sys.stderr)
         return 2
