@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 import pytest
 from support.http_helpers import REDIRECT, Docs, Serve, make_client, serving
 
-from vantage_peers.http.proxies import client_address, parse_trusted
+from vantage_peers.http.proxies import client_address, forwarded_proto, parse_trusted
 from vantage_peers.http.shared_limits import Bucket, LimitStore, bucket
 
 PER_MINUTE = 5  # burst 5, then one more every 12 s
@@ -102,6 +102,9 @@ def test_client_address_rules_unit():
     assert client_address("127.0.0.1", {b"x-forwarded-for": b"6.6.6.6, 5.5.5.5"}, trusted) == "5.5.5.5"
     assert client_address("::1", {b"forwarded": b'for="[2001:db8::1]:80";proto=https'}, trusted) == "2001:db8::1"
     assert client_address("127.0.0.1", {b"x-forwarded-for": b"garbage"}, trusted) == "127.0.0.1"
+    assert forwarded_proto({b"x-forwarded-proto": b"https"}) == "https"
+    assert forwarded_proto({b"forwarded": b"for=1.2.3.4;proto=https"}) == "https"
+    assert forwarded_proto({b"x-forwarded-proto": b"gopher"}) is None and forwarded_proto({}) is None
     with pytest.raises(ValueError, match="VP_TRUSTED_PROXIES"):
         parse_trusted("10.0.0.0/8, proxy.example")
 
@@ -130,3 +133,21 @@ def test_limit_store_buckets_and_backoff(db):
     assert store.locked("ip", now=0.0) == pytest.approx(8.0)
     store.succeeded("ip")
     assert store.locked("ip", now=0.0) is None
+
+
+def test_client_address_middleware_rewrites_client_and_scheme_from_trusted_peers_only():
+    import anyio
+
+    from vantage_peers.http.proxies import ClientAddress
+
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append((scope["client"][0], scope["scheme"]))
+
+    middleware = ClientAddress(app, trusted=parse_trusted("127.0.0.1"))
+    headers = [(b"x-forwarded-for", b"198.51.100.7"), (b"x-forwarded-proto", b"https")]
+    for peer in ("127.0.0.1", "192.0.2.1"):
+        anyio.run(middleware, {"type": "http", "client": (peer, 5000), "scheme": "http", "headers": headers},
+                  None, None)
+    assert seen == [("198.51.100.7", "https"), ("192.0.2.1", "http")]

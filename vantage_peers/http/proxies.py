@@ -5,6 +5,8 @@ From a trusted peer, `X-Forwarded-For` (or, when that is absent, `Forwarded: for
 read from the right: each hop that is itself a trusted proxy is skipped, and the first that is not is
 the client. Anything to its left was written by the client and is ignored. From an untrusted peer
 both headers are ignored, so a caller cannot pick the address its rate limits are counted under.
+`X-Forwarded-Proto` (or `Forwarded: proto=`) from a trusted peer sets the request's scheme (the
+dashboard marks its cookies `Secure` on https).
 uvicorn's own header handling is off (`serve.py`: `proxy_headers=False`): it trusts 127.0.0.1 by
 default, through which a local caller could pose as any address.
 """
@@ -68,15 +70,10 @@ def _hops(headers: dict[bytes, bytes]) -> list[str]:
 def client_address(peer: str, headers: dict[bytes, bytes], trusted: Iterable[Network]) -> str:
     """The address a request is counted under (see the module docstring)."""
     nets = tuple(trusted)
-
-    def is_trusted(text: str) -> bool:
-        ip = _address(text)
-        return ip is not None and any(ip in net for net in nets)
-
-    if not nets or not is_trusted(peer):
+    if not nets or not _trusted(peer, nets):
         return peer
     for hop in reversed(_hops(headers)):
-        if not is_trusted(hop):
+        if not _trusted(hop, nets):
             ip = _address(hop)
             return str(ip) if ip is not None else peer  # garbage from the client: count it as the proxy
     return peer
@@ -91,11 +88,36 @@ class ClientAddress:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.trusted and scope["type"] in ("http", "websocket") and scope.get("client"):
-            peer, port = scope["client"]
-            found = client_address(str(peer), dict(scope.get("headers") or []), self.trusted)
+            peer = str(scope["client"][0])
+            headers = dict(scope.get("headers") or [])
+            found = client_address(peer, headers, self.trusted)
             if found != peer:
                 scope = {**scope, "client": (found, 0)}
+            proto = forwarded_proto(headers) if _trusted(peer, self.trusted) else None
+            if proto and scope["type"] == "http":  # TLS ended at the proxy: cookies stay Secure (dashboard)
+                scope = {**scope, "scheme": proto}
         await self.app(scope, receive, send)
+
+
+_PROTO = re.compile(r'(?:^|;)\s*proto\s*=\s*"?(https?)"?', re.I)
+
+
+def forwarded_proto(headers: dict[bytes, bytes]) -> str | None:
+    """The scheme the nearest proxy saw (`X-Forwarded-Proto`, else `Forwarded: proto=`), or None."""
+    xfp = headers.get(b"x-forwarded-proto")
+    if xfp is not None:
+        value = xfp.decode("latin-1").split(",")[-1].strip().lower()
+        return value if value in ("http", "https") else None
+    forwarded = headers.get(b"forwarded")
+    if forwarded is not None:
+        found = _PROTO.search(forwarded.decode("latin-1").split(",")[-1])
+        return found.group(1).lower() if found else None
+    return None
+
+
+def _trusted(peer: str, nets: tuple[Network, ...]) -> bool:
+    ip = _address(peer)
+    return ip is not None and any(ip in net for net in nets)
 
 
 def trusted_from_env(environ: Any) -> tuple[Network, ...]:
