@@ -9,7 +9,7 @@ import time
 import pytest
 from support.http_helpers import make_client, serving
 
-from vantage_peers.http.limits import Buckets, FailureBackoff, redirect_uri_problem
+from vantage_peers.http.limits import redirect_uri_problem
 
 
 @pytest.fixture(scope="module")
@@ -140,29 +140,6 @@ def test_wrong_client_secrets_back_off_then_429_and_the_token_bucket(tight):
             break
     assert codes[0] == 400 and codes[-1] == 429, codes
     assert "token requests" in refused.json()["error_description"]
-
-
-def test_buckets_and_backoff_unit():
-    b = Buckets(per_minute=60, burst=2)
-    assert b.take("a", 0.0) is None and b.take("a", 0.0) is None
-    assert b.take("a", 0.0) == pytest.approx(1.0)
-    assert b.take("b", 0.0) is None  # another address has its own bucket
-    assert b.take("a", 1.0) is None
-    small = Buckets(per_minute=60, burst=1, max_keys=3)
-    for i in range(10):
-        small.take(str(i), 0.0)
-    assert len(small._state) == 3
-    f = FailureBackoff(free=2, max_seconds=8)
-    for _ in range(2):
-        f.failed("ip", 0.0)
-    assert f.locked("ip", 0.0) is None
-    f.failed("ip", 0.0)
-    assert f.locked("ip", 0.0) == pytest.approx(1.0)
-    for _ in range(10):
-        f.failed("ip", 0.0)
-    assert f.locked("ip", 0.0) == pytest.approx(8.0)
-    f.succeeded("ip")
-    assert f.locked("ip", 0.0) is None
 
 
 def test_redirect_uri_rule_unit():

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +137,44 @@ def scoped_token(server: Serve, profile: dict[str, Any] | str, name: str | None 
         profile = profile["profileId"]
     made = make_client(server, profile, name=name or profile)
     return client_credentials_token(server, made["client_id"], made["client_secret"])
+
+
+# -- client id metadata documents (CIMD) on loopback -----------------------------------------------
+REDIRECT = "http://127.0.0.1:9/callback"
+
+
+class Docs:
+    """A loopback web server for metadata documents; counts the fetches of each path."""
+
+    def __init__(self) -> None:
+        self.hits: dict[str, int] = {}
+        self.routes: dict[str, tuple[int, dict[str, str], bytes]] = {}
+        docs = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                docs.hits[self.path] = docs.hits.get(self.path, 0) + 1
+                status, headers, body = docs.routes.get(self.path, (404, {}, b"{}"))
+                self.send_response(status)
+                for k, v in {"Content-Type": "application/json", "Content-Length": str(len(body)), **headers}.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.httpd.server_port}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def document(self, path: str, *, cache: str = "max-age=60", **fields: object) -> str:
+        url = self.url(path)
+        doc = {"client_id": url, "client_name": f"CIMD client {path}", "redirect_uris": [REDIRECT],
+               "token_endpoint_auth_method": "none", "grant_types": ["authorization_code", "refresh_token"],
+               **fields}
+        self.routes[path] = (200, {"Cache-Control": cache}, json.dumps(doc).encode())
+        return url

@@ -149,6 +149,8 @@ def _other_entry_points(app: Any, now: int) -> None:
         conn.execute("INSERT INTO processes (session, orchestrator, instance, pid, host, pidSpace, transport, beatMs, "
                      "startedAt, heartbeatAt, liveUntil, stoppedAt) VALUES ('ses-ü', 'alice', 'ü', 42, ?, NULL, "
                      "'stdio', 15000, ?, ?, ?, ?)", (HOSTILE, now, now, now + 35_000, now + 1))  # a server's heartbeat
+        conn.execute("INSERT INTO httpLimits (key, tokens, failures, lockedUntil, updatedAt) "  # #31: a back-off
+                     "VALUES ('backoff|203.0.113.9', 0.5, 6, ?, ?)", (now + 1000, now))
         recurring = conn.scalar("SELECT id FROM recurringTasks LIMIT 1")
         task = conn.scalar("SELECT id FROM tasks LIMIT 1")
         conn.execute("INSERT INTO recurringRuns (recurringTaskId, scheduledAt, taskId, firedAt) "

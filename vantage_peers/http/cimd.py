@@ -48,6 +48,11 @@ class CimdRefused(VantageError):
     code = "CIMD_REFUSED"
 
 
+class CimdUnreachable(CimdRefused):
+    """The document's host could not be reached at all (its name does not resolve, or no connection
+    could be made): on a server without outbound access, every CIMD client fails this way (#31)."""
+
+
 def is_cimd_client_id(client_id: str | None) -> bool:
     return bool(client_id) and client_id.startswith(("https://", "http://"))  # type: ignore[union-attr]
 
@@ -97,7 +102,9 @@ def resolve_public(host: str, port: int, *, test_loopback: bool) -> str:
     """One checked address to connect to; CimdRefused when any resolved address is not public."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
+    except socket.gaierror as exc:
+        raise CimdUnreachable(f"the client_id host {host!r} does not resolve ({exc})") from None
+    except UnicodeError as exc:
         raise CimdRefused(f"the client_id host {host!r} does not resolve ({exc})") from None
     addresses = []
     for info in infos:
@@ -153,6 +160,13 @@ def fetch(url: str, *, test_loopback: bool) -> tuple[dict[str, Any], int]:
     kind = _PinnedHTTPS if scheme == "https" else _PinnedHTTP
     conn = kind(host, address, port, max(0.1, deadline - time.monotonic()))
     try:
+        try:
+            conn.connect()
+        except ssl.SSLError:
+            raise  # the host answered: its certificate is the document's problem, not our network's
+        except OSError as exc:  # no route, refused, timed out: nothing reached the host
+            raise CimdUnreachable(f"the metadata document's host could not be reached ({type(exc).__name__}: "
+                                  f"{exc})") from None
         conn.request("GET", target, headers={"Accept": "application/json", "User-Agent": "vantage-peers-cimd"})
         response = conn.getresponse()
         if 300 <= response.status < 400:
@@ -218,6 +232,12 @@ class DocumentCache:
     def __init__(self) -> None:
         self._items: dict[str, tuple[float, ClientDocument]] = {}
         self._lock = threading.Lock()
+
+    def cached(self, url: str) -> bool:
+        """A fresh document for `url` is here: resolving it fetches nothing."""
+        with self._lock:
+            hit = self._items.get(url)
+            return hit is not None and hit[0] > time.monotonic()
 
     def resolve(self, url: str, *, test_loopback: bool) -> ClientDocument:
         now = time.monotonic()

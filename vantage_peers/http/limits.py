@@ -4,22 +4,30 @@ may register, ask for tokens, or fail client authentication.
 - `metadata_problem(raw)`: caps on every RFC 7591 client metadata field (name ≤ 200 chars, ≤ 10
   redirect URIs of ≤ 2,000 chars, …) and the redirect URI rule (`redirect_uri_problem`), checked
   before anything is validated further or stored;
-- `RateLimit`: ASGI middleware around one endpoint: a token bucket per client IP (in memory, per
-  process: several `serve` workers each allow the rate), plus — on the token endpoint — a backoff
-  after failed client authentication (every 401 doubles the lock-out, 1 s … 5 min, reset by a
-  success). Over either: `429` with `Retry-After` and an OAuth-style JSON error.
+- `RateLimit`: ASGI middleware around one endpoint: token buckets per client address (and for all
+  addresses together), plus — on the token endpoint — a backoff after failed client authentication
+  (every 401 doubles the lock-out, 1 s … 5 min, reset by a success). Over either: `429` with
+  `Retry-After` and an OAuth-style JSON error. The state is in the database (shared_limits.py): every
+  worker and replica spends one budget (issue #31). The client address is the TCP peer, or what a
+  trusted proxy says (proxies.py, `VP_TRUSTED_PROXIES`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import math
 import re
-import threading
-import time
-from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
+
+import anyio.to_thread
+
+from .shared_limits import Bucket, LimitStore, bucket
+
+log = logging.getLogger("vantage_peers.http.limits")
 
 MAX_REGISTRATION_BYTES = 16 * 1024
 MAX_NAME = 200
@@ -117,67 +125,6 @@ def metadata_problem(raw: dict[str, Any]) -> str | None:
     return None
 
 
-class Buckets:
-    """Token buckets keyed by client address: `burst` requests at once, refilled at `per_minute`.
-    At most `max_keys` addresses are tracked (least recently seen dropped): memory stays bounded."""
-
-    def __init__(self, per_minute: float, burst: int, max_keys: int = 10_000) -> None:
-        self.rate = per_minute / 60.0
-        self.burst = float(burst)
-        self.max_keys = max_keys
-        self._state: OrderedDict[str, tuple[float, float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def take(self, key: str, now: float | None = None) -> float | None:
-        """Spend one token; None when allowed, else the seconds until one is available."""
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            tokens, at = self._state.pop(key, (self.burst, now))
-            tokens = min(self.burst, tokens + (now - at) * self.rate)
-            if tokens >= 1:
-                self._state[key] = (tokens - 1, now)
-                wait = None
-            else:
-                self._state[key] = (tokens, now)
-                wait = (1 - tokens) / self.rate if self.rate > 0 else 3600.0
-            while len(self._state) > self.max_keys:
-                self._state.popitem(last=False)
-            return wait
-
-
-class FailureBackoff:
-    """After `free` failed client authentications from one address, each further failure locks the
-    address out for 1 s, 2 s, 4 s … up to `max_seconds`; a success clears it."""
-
-    def __init__(self, free: int = 5, max_seconds: float = 300.0, max_keys: int = 10_000) -> None:
-        self.free = free
-        self.max_seconds = max_seconds
-        self.max_keys = max_keys
-        self._state: OrderedDict[str, tuple[int, float]] = OrderedDict()  # key -> (failures, locked until)
-        self._lock = threading.Lock()
-
-    def locked(self, key: str, now: float | None = None) -> float | None:
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            _, until = self._state.get(key, (0, 0.0))
-            return until - now if until > now else None
-
-    def failed(self, key: str, now: float | None = None) -> None:
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            failures, _ = self._state.pop(key, (0, 0.0))
-            failures += 1
-            over = failures - self.free
-            until = now + min(self.max_seconds, 2.0 ** (over - 1)) if over > 0 else 0.0
-            self._state[key] = (failures, until)
-            while len(self._state) > self.max_keys:
-                self._state.popitem(last=False)
-
-    def succeeded(self, key: str) -> None:
-        with self._lock:
-            self._state.pop(key, None)
-
-
 def client_ip(scope: dict[str, Any]) -> str:
     client = scope.get("client")
     return str(client[0]) if client else "unknown"
@@ -190,60 +137,78 @@ def too_many(wait: float, what: str) -> tuple[dict[str, Any], list[tuple[bytes, 
     return body, [(b"retry-after", str(seconds).encode())]
 
 
-def limiters(register_per_minute: float, token_per_minute: float) -> dict[str, Any]:
-    """The buckets of one `serve` process: registration per address and overall, token per address."""
-    return {"register": Buckets(register_per_minute, burst=max(1, int(register_per_minute))),
-            "register_overall": Buckets(register_per_minute * 4, burst=max(1, int(register_per_minute * 4))),
-            "token": Buckets(token_per_minute, burst=max(1, int(token_per_minute))),
-            "backoff": FailureBackoff()}
+def limiters(register_per_minute: float, token_per_minute: float) -> dict[str, list[Bucket]]:
+    """The shared buckets of each limited endpoint: registration (and CIMD document fetches, limited
+    alike) per address and for all addresses together, token requests per address."""
+    return {"register": [bucket("register", register_per_minute, what="client registrations"),
+                         bucket("register", register_per_minute * 4, per_address=False, what="client registrations")],
+            "cimd": [bucket("cimd", register_per_minute, what="client metadata document fetches"),
+                     bucket("cimd", register_per_minute * 4, per_address=False,
+                            what="client metadata document fetches")],
+            "token": [bucket("token", token_per_minute, what="token requests")]}
 
 
 class RateLimit:
     """ASGI middleware for one OAuth endpoint (see the module docstring)."""
 
-    def __init__(self, app: Any, *, buckets: Buckets, what: str, backoff: FailureBackoff | None = None,
-                 overall: Buckets | None = None) -> None:
+    def __init__(self, app: Any, *, store: LimitStore, buckets: list[Bucket], backoff: bool = False,
+                 refused: Callable[[], None] | None = None) -> None:
         self.app = app
+        self.store = store
+        # Per address, plus (registration) one bucket for every address together: a caller behind a
+        # trusted proxy may still pose as many addresses; this caps the endpoint as a whole.
         self.buckets = buckets
-        # One bucket for every address together: uvicorn trusts X-Forwarded-For from loopback, so a
-        # local caller can pose as any number of addresses; this caps the endpoint as a whole.
-        self.overall = overall
-        self.what = what
         self.backoff = backoff
+        self.refused = refused  # counts a 429 (vp_http_rate_limited_total)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope.get("method") == "OPTIONS":
             await self.app(scope, receive, send)
             return
         ip = client_ip(scope)
-        wait = self.backoff.locked(ip) if self.backoff else None
-        what = "failed client authentications" if wait else self.what
-        if wait is None:
-            wait = self.buckets.take(ip)
-        if wait is None and self.overall is not None:
-            wait = self.overall.take("*")
-        if wait is not None:
-            await _reply_429(send, *too_many(wait, what))
+        answer = await refusal(self.store, ip, self.buckets, backoff=self.backoff, refused=self.refused)
+        if answer is not None:
+            await _reply(send, *answer)
             return
-        if self.backoff is None:
+        if not self.backoff:
             await self.app(scope, receive, send)
             return
-        backoff = self.backoff
+        store = self.store
 
         async def watch(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                if message["status"] == 401:  # invalid_client: a wrong or missing secret
-                    backoff.failed(ip)
-                elif message["status"] < 400:
-                    backoff.succeeded(ip)
+                status = message["status"]
+                with contextlib.suppress(Exception):  # counting a failure must not lose the answer
+                    if status == 401:  # invalid_client: a wrong or missing secret
+                        await anyio.to_thread.run_sync(store.failed, ip)
+                    elif status < 400:
+                        await anyio.to_thread.run_sync(store.succeeded, ip)
             await send(message)
 
         await self.app(scope, receive, watch)
 
 
-async def _reply_429(send: Any, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
+async def refusal(store: LimitStore, ip: str, buckets: list[Bucket], *, backoff: bool = False,
+                  refused: Callable[[], None] | None = None) -> tuple[int, dict[str, Any], list[tuple[bytes, bytes]]] | None:
+    """Spend the request's tokens: None when it may go on, else the answer (status, JSON body,
+    headers): 429 over a limit, 503 when the store failed (fail closed: these endpoints need the
+    database anyway)."""
+    try:
+        verdict = await anyio.to_thread.run_sync(lambda: store.admit(ip, buckets, backoff=backoff))
+    except Exception as exc:  # noqa: BLE001
+        log.warning("rate limit store unavailable: %s", exc)
+        return 503, {"error": "temporarily_unavailable", "error_description": "BUSY: the rate limit store is "
+                                                                              "unavailable; retry shortly"}, [(b"retry-after", b"1")]
+    if verdict is None:
+        return None
+    if refused is not None:
+        refused()
+    return 429, *too_many(*verdict)
+
+
+async def _reply(send: Any, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
     data = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": 429, "headers": [
+    await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
         (b"cache-control", b"no-store"), *headers]})
     await send({"type": "http.response.body", "body": data})

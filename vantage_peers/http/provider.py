@@ -8,6 +8,7 @@ constant time against the environment, without touching the database.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import time
@@ -30,11 +31,14 @@ from ..core.ids import new_id, now_ms
 from ..core.scopes import Principal
 from ..db import Database
 from . import profiles, store
-from .cimd import CimdRefused, DocumentCache, is_cimd_client_id
+from .cimd import CimdRefused, CimdUnreachable, DocumentCache, is_cimd_client_id
+from .cimd_mode import CimdPolicy
 from .cimd_store import upsert_cimd_client
 from .tokens import digest, new_secret, same
 
 log = logging.getLogger(__name__)
+# The CIMD client_id this request already resolved (a no-store document is fetched once per request).
+_RESOLVED: contextvars.ContextVar[str | None] = contextvars.ContextVar("vp_cimd_resolved", default=None)
 CODE_TTL_MS = 5 * 60_000
 CONSENT_TTL_MS = 10 * 60_000
 
@@ -51,10 +55,12 @@ class SqliteOAuthProvider:
     """OAuthAuthorizationServerProvider[Code, Refresh, Principal] on the OAuth tables of migration 007."""
 
     def __init__(self, db: Database, *, base_url: str, access_ttl_s: int, refresh_ttl_s: int,
-                 cimd_test_loopback: bool = False) -> None:
+                 cimd_test_loopback: bool = False, cimd_policy: CimdPolicy | None = None) -> None:
         self.db = db
-        # CIMD (issue 24): a client_id that is a URL is resolved from its metadata document (cimd.py).
+        # CIMD (issue 24): a client_id that is a URL is resolved from its metadata document (cimd.py);
+        # whether that is offered at all: VP_CIMD (cimd_mode.py, #31).
         self.cimd = DocumentCache()
+        self.policy = cimd_policy or CimdPolicy("on")
         self.cimd_test_loopback = cimd_test_loopback
         self.base_url = base_url.rstrip("/")
         self.access_ttl_ms = access_ttl_s * 1000
@@ -69,12 +75,22 @@ class SqliteOAuthProvider:
     # -- clients ------------------------------------------------------------------------------
     async def resolve_cimd(self, client_id: str) -> None:
         """Fetch (or take from cache) a URL client_id's document and record the client; CimdRefused."""
-        doc = await anyio.to_thread.run_sync(
-            lambda: self.cimd.resolve(client_id, test_loopback=self.cimd_test_loopback))
+        if not self.policy.fetches:
+            raise CimdRefused("this server does not accept client metadata documents (VP_CIMD=off): register "
+                              "with Dynamic Client Registration (/oauth/register)")
+        try:
+            doc = await anyio.to_thread.run_sync(
+                lambda: self.cimd.resolve(client_id, test_loopback=self.cimd_test_loopback))
+        except CimdUnreachable:
+            self.policy.unreachable()  # VP_CIMD=auto: stop offering what this server cannot fetch
+            raise
+        self.policy.reached()
         await self._write(lambda c: upsert_cimd_client(c, doc, now=now_ms()))
+        _RESOLVED.set(client_id)
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        if is_cimd_client_id(client_id):
+        # /oauth/authorize resolved it a moment ago in this request (cimd_http.py): no second fetch
+        if is_cimd_client_id(client_id) and _RESOLVED.get() != client_id:
             try:
                 await self.resolve_cimd(client_id)
             except CimdRefused as exc:

@@ -42,6 +42,17 @@ def run_serve(host: str | None = None, port: int | None = None, *, no_auth: bool
         print("vantage-peers serve: BEARER_SECRET_MASTER is not set. Generate one with `openssl rand -hex 32` "
               "and export it (or pass --no-auth on a loopback host for local testing).", file=sys.stderr)
         return 2
+    from .cimd_mode import mode_from_env
+    from .logs import log_format
+    from .proxies import trusted_from_env
+
+    try:
+        log_format(os.environ)
+        trusted_from_env(os.environ)
+        mode_from_env(os.environ)
+    except ValueError as exc:
+        print(f"vantage-peers serve: {exc}", file=sys.stderr)
+        return 2
     if workers < 1 or workers > 64:
         print(f"vantage-peers serve: --workers must be between 1 and 64, got {workers}", file=sys.stderr)
         return 2
@@ -61,8 +72,11 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
 
     from ..server import create_app
     from .asgi import build_http_app
+    from .logs import configure, log_format
     from .timeouts import guarded_protocol
 
+    fmt = log_format(os.environ)  # VP_LOG_FORMAT=json: one JSON object per line (logs.py, #31)
+    configure(fmt)
     app = create_app(settings)
     logging.getLogger("mcp").setLevel(logging.WARNING)  # not one INFO line per stateless request
     starlette = build_http_app(app, host=host, port=port, no_auth=no_auth)
@@ -70,12 +84,12 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
         mount(starlette, app, host=host, no_auth=no_auth)
     scheduler = None
     if settings.scheduler:
-        from ..pipeline.scheduler import Scheduler
+        from .health import WatchedScheduler  # its ticks are watched by /readyz and /metrics (#31)
 
-        scheduler = Scheduler(app)
+        scheduler = WatchedScheduler(app)
         scheduler.start()
-    print(f"vantage-peers serve: MCP at {base_url(settings, host, port)}/mcp, dashboard at /dashboard (bound to "
-          f"{host}:{port}, db {app.db.path})", file=sys.stderr, flush=True)
+    _say(fmt, f"vantage-peers serve: MCP at {base_url(settings, host, port)}/mcp, dashboard at /dashboard (bound "
+              f"to {host}:{port}, db {app.db.path})")
     # uvicorn drains on SIGTERM/SIGINT, then re-raises the signal to the handler that was there
     # before it: make that a no-op (kept to the end: a second signal during the close below must
     # not kill the process half-way), so the scheduler and the database are closed, exit 0.
@@ -83,7 +97,12 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
         signal.signal(sig, lambda *_: None)
     try:
         config = uvicorn.Config(starlette, host=host, port=port, log_level="warning", lifespan="on",
+                                log_config=None if fmt == "json" else uvicorn.config.LOGGING_CONFIG,
                                 timeout_graceful_shutdown=GRACE_SECONDS, access_log=False,
+                                # X-Forwarded-For is read by proxies.py from VP_TRUSTED_PROXIES only (#31):
+                                # uvicorn's own handling trusts 127.0.0.1, through which anyone local
+                                # could pose as any address
+                                proxy_headers=False,
                                 # idle / slow-header connections are closed (#19): uvicorn alone never does
                                 http=guarded_protocol(settings.http_header_timeout_seconds))
         uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
@@ -91,8 +110,16 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
         if scheduler is not None:
             scheduler.stop()
         app.db.close()
-    print("vantage-peers serve: stopped", file=sys.stderr, flush=True)
+    _say(fmt, "vantage-peers serve: stopped")
     return 0
+
+
+def _say(fmt: str, line: str) -> None:
+    """A start/stop line: plain on stderr, or a JSON log line under VP_LOG_FORMAT=json."""
+    if fmt == "json":
+        logging.getLogger("vantage_peers.serve").info(line)
+    else:
+        print(line, file=sys.stderr, flush=True)
 
 
 def _listen(host: str, port: int, family: int, *, reuse_port: bool, listen: bool = True) -> socket.socket:
