@@ -7,8 +7,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...core import parties
 from ...core.errors import InvalidArgument
-from ...core.rbac import SYSTEM, require
+from ...core.rbac import SYSTEM, require_record
 
 PRIORITIES = ("urgent", "high", "medium", "low")
 TASK_STATUSES = ("todo", "in_progress", "review", "blocked", "done", "cancelled")
@@ -81,7 +82,7 @@ def status_sql(column: str, keep: tuple[str, ...]) -> str:
 
 def rbac_denial(caller: str | None, task: Mapping[str, Any], action: str) -> str | None:
     """Why `caller` may not `action` this task (creator or assignee; system bypasses), or None."""
-    if caller is None or caller == SYSTEM or caller in (task["createdBy"], task["assignedTo"]):
+    if caller is None or caller == SYSTEM or caller in parties.names("task", task, "change"):
         return None
     return (
         f"{caller} may not {action} task {task['id']}: only its creator ({task['createdBy']}), its "
@@ -90,5 +91,4 @@ def rbac_denial(caller: str | None, task: Mapping[str, Any], action: str) -> str
 
 
 def authorize(caller: str | None, task: Mapping[str, Any], action: str) -> None:
-    require(caller, {"creator": task["createdBy"], "assignee": task["assignedTo"]}, action=action,
-            what=f"task {task['id']}")
+    require_record(caller, "task", task, "change", action=action, what=f"task {task['id']}")
