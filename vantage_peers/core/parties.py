@@ -53,6 +53,8 @@ class Kind:
     def roles(self, verb: str) -> tuple[str, ...]:
         if verb in ("read", "see", "change", "force"):
             return getattr(self, verb)
+        if verb == "cite":  # linking to a record needs only to be able to read it
+            return self.read
         return self.verbs[verb]
 
 
@@ -97,13 +99,14 @@ KINDS: dict[str, Kind] = _kinds(
                 "list_tasks": ("missionId", "read"), "search_tasks_by_keyword": ("missionId", "read"),
                 "update_mission": ("missionId", "change"), "update_mission_status": ("missionId", "change"),
                 "update_mission_progress": ("missionId", "change"),
-                "instantiate_template_into_mission": ("missionId", "change"),
+                "instantiate_template_into_mission": ("missionId", "change"), "create_task": ("missionId", "cite"),
                 "update_task": ("missionId", "cite")},
          note="cancel is `force`; its members see its tasks"),
     Kind("template", "missionTemplates", "name", {"creator": "createdBy"},
          read=(TEAM,), see=(TEAM,), change=("creator",), force=("creator",),
          tools={"get_mission_template": ("name", "read"), "update_mission_template": ("name", "change"),
-                "upsert_mission_template": ("name", "change"), "create_mission": ("templateId", "cite")},
+                "upsert_mission_template": ("name", "change"), "create_mission": ("templateId", "cite"),
+                "instantiate_template_into_mission": ("templateName", "cite")},
          note="the seeded templates belong to system"),
     Kind("memory", "memories", "id", {"creator": "createdBy"}, namespace="namespace",
          read=(NAMESPACE,), see=(NAMESPACE,), change=(NAMESPACE,), force=(NAMESPACE,),
@@ -113,7 +116,7 @@ KINDS: dict[str, Kind] = _kinds(
          note="by namespace, not by party: `global` is written by the master bearer only"),
     Kind("diary entry", "diary", "id", {"owner": "orchestrator"},
          read=(TEAM,), see=(TEAM,), change=("owner",), force=("owner",),
-         tools={"delete_diary": ("diaryId", "force"), "write_diary": ("instanceId", "cite")},
+         tools={"delete_diary": ("diaryId", "force")},
          note="write_diary writes the caller's own entry (its identity argument)"),
     Kind("path reservation", "agentLeases", "id", {"holder": "holder"},
          read=(TEAM,), see=(TEAM,), change=("holder",), force=(),
@@ -182,6 +185,26 @@ KINDS: dict[str, Kind] = _kinds(
          note="added and removed by the master bearer only (master_only=)"),
 )
 
+# Tools whose rule depends on the record's state, so the store applies it (with `of`/`names` above)
+# in the transaction that writes; every other tool that needs a party is checked by its `owns=`.
+STORE_RULES: dict[str, str] = {
+    **dict.fromkeys(("update_task", "start_task", "pause_task", "resume_task", "complete_task", "block_task",
+                     "add_task_dependency"), "tasks.rules.authorize (and the lapsed-claim check)"),
+    "delete_task": "tasks.store.delete_task", "renew_task_claim": "tasks.claims.renew_claim (its holder's lease)",
+    "update_mission": "missions.store.update_mission (cancel: force)",
+    "update_briefing_note": "briefings.store", "delete_briefing_note": "briefings.store",
+    "update_bu": "business_units.store._guard", "delete_bu": "business_units.store._guard",
+    "delete_component": "components.store.delete",
+    "accept_mandate": "mandates.store.transition", "settle_mandate": "mandates.store.transition",
+    "update_mandate": "mandates.store.update (terms: the requester's)",
+    **dict.fromkeys(("update_recurring_task", "pause_recurring_task", "resume_recurring_task",
+                     "delete_recurring_task"), "recurring.store.authorize"),
+    "renew_path_reservations": "leases.store.renew (the holder's own)",
+    "release_paths": "leases.store.release (the holder's own)",
+    "force_release_path_reservation": "leases.paths.force_release (operators)",
+    "release_slot": "leases.slots.release (the holder's own)",
+}
+
 # Arguments that look like record ids but name no record a caller acts on.
 NOT_RECORDS: dict[str, str] = {
     "tenantId": "a free-form routing label", "userId": "a free-form label of the embedding page's user",
@@ -240,7 +263,8 @@ def markdown() -> str:
         parties = [f"{role} (`{col}`)" for role, col in k.parties.items()]
         parties += [f"{role} ({how})" for role, how in k.derived.items()]
         verbs = "; ".join(f"{v}: {_cell(r)}" for v, r in k.verbs.items())
-        tools = ", ".join(f"`{t}` ({arg}: {verb})" for t, (arg, verb) in sorted(k.tools.items()))
+        tools = ", ".join(f"`{t}` ({arg}: {verb}{', store' if t in STORE_RULES else ''})"
+                          for t, (arg, verb) in sorted(k.tools.items()))
         note = f" — {k.note}" if k.note else ""
         lines.append(f"| {k.name}{note} | {', '.join(parties) or '—'} | {_cell(k.read)} | {_cell(k.see)} | "
                      f"{_cell(k.change)} | {_cell(k.force)} | {verbs or '—'} | {tools or '—'} |")
