@@ -10,6 +10,7 @@ from mcp.server.mcpserver import MCPServer
 
 from . import __version__
 from .core import sdk
+from .core.errors import VantageError
 from .db import open_database
 from .pipeline import idempotency, policy, toolsets
 from .pipeline.app import App
@@ -44,18 +45,19 @@ class VantageServer(MCPServer):
         return [_lean_listing(t) for t in await super().list_tools() if toolsets.is_enabled(self.vp_app, t.name)]
 
 
-def _resource_policy(uri: Any) -> None:
-    """Resource reads: the same identity rule as shared-record tools over HTTP (memory rows a resource
-    renders are narrowed by the store's namespace filter like any list)."""
+def _resource_policy(settings: Settings) -> Any:
+    """Resource reads resolve their caller through the tools' policy.resolve (policy.resolve_resource):
+    a credential without an identity is refused, another identity's inbox or task queue too (#32);
+    memory rows a resource renders are narrowed by the store's namespace filter like any list."""
     from mcp.server.mcpserver.exceptions import ResourceError
 
-    p = sdk.current_principal()
-    if p is not None and not p.is_master and not p.profile.from_allow_list:
-        raise ResourceError(f"FORBIDDEN: profile {p.profile.profile_id} has no orchestrator identity "
-                            f"(empty fromAllowList): resource {uri} is refused")
-    denial = policy.personal_denial(p, str(uri))  # an inbox or task queue: its own identity only (#32)
-    if denial:
-        raise ResourceError(denial)
+    def check(uri: Any) -> None:
+        try:
+            policy.resolve_resource(str(uri), sdk.current_principal(), settings)
+        except VantageError as exc:
+            raise ResourceError(str(exc)) from None
+
+    return check
 
 
 def _lean_listing(tool: Any) -> Any:
@@ -91,7 +93,7 @@ def create_app(settings: Settings | None = None) -> App:
     app.enabled_toolsets = toolsets.initial_toolsets(app)
     app.mcp = VantageServer(app, name="vantage-peers", version=__version__, instructions=INSTRUCTIONS,
                             tools=app.tools)
-    sdk.wrap_read_resource(app.mcp, _resource_policy)
+    sdk.wrap_read_resource(app.mcp, _resource_policy(settings))
     app.add_job("idempotency-keys", lambda: app.db.write(idempotency.expire), every_seconds=3600)
     for hook in app.server_hooks:
         hook(app.mcp)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from . import parties
 from .errors import Forbidden
-
-SYSTEM = "system"
+from .parties import SYSTEM
 
 
 @dataclass(frozen=True)
@@ -75,11 +76,18 @@ def require(actor: Actor | str | None, parties: Mapping[str, str | tuple[str, ..
     raise Forbidden(f"{who} may not {action} {what}: only {allowed} may" + (f"; {hint}" if hint else ""))
 
 
-def require_party(caller: Actor | str | None, parties: Iterable[str | None], *, action: str, role: str) -> None:
+def require_record(actor: Actor | str | None, kind: str, row: Mapping[str, Any], verb: str, *, action: str,
+                   what: str, hint: str | None = None) -> None:
+    """`require` with the parties the declaration (core/parties.py) gives `verb` on this `kind` of record."""
+    require(actor, parties.of(kind, row, verb), action=action, what=what, hint=hint)
+
+
+def require_party(caller: Actor | str | None, names: Iterable[str | None], *, action: str, role: str) -> None:
     """`require` for rules phrased by role ("its lead orchestrator or creator"): the same check, the
-    refusal worded `<action>: only <role> (<names> or system) may do this`."""
+    refusal worded `<action>: only <role> (<names> or system) may do this`. `names`: from the
+    declaration, `parties.names(kind, row, verb)`."""
     actor = caller if isinstance(caller, Actor) else Actor(identity=caller)
-    allowed = list(dict.fromkeys(p for p in parties if p and p != SYSTEM))  # a lead who is also creator: once
+    allowed = list(dict.fromkeys(p for p in names if p and p != SYSTEM))  # a lead who is also creator: once
     if actor.is_party(allowed):
         return
     names = " or ".join(allowed + [SYSTEM])

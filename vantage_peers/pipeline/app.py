@@ -137,7 +137,7 @@ class App:
     def touch_presence(self, orch: str | None, inst: str | None) -> None:
         """Refresh `orch`'s `lastSeen` (throttled per orchestrator): this process's VP_ORCHESTRATOR on
         stdio, the identity a token carries over HTTP (policy.presence_of decides)."""
-        if not orch or orch == "system" or not self.presence_hooks:
+        if not orch or orch == policy.SYSTEM or not self.presence_hooks:
             return
         now = time.monotonic()
         with self._presence_lock:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import rbac
+from ..core import parties, rbac
 from ..core.errors import Forbidden, InvalidArgument, VantageError
 from ..core.rbac import SYSTEM, Actor
 from ..core.scopes import Principal, allows, within
@@ -50,15 +50,15 @@ Loader = Callable[[Any, str], RecordInfo | None]
 
 @dataclass(frozen=True)
 class Owns:
-    """The record an argument points at (an id, or a list of ids) and the roles that may act on it.
+    """The record an argument points at (an id, or a list of ids), checked before the body.
 
-    `unclaimed`: a role whose empty value opens the record to any caller (an unassigned task can be
-    claimed by anyone). `what` names the record in refusals ("task", "receipt").
+    The roles that may act come from the record kind's declaration (core/parties.py: the verb its
+    `tools` entry gives this tool). `unclaimed`: a role whose empty value opens the record to any
+    caller (an unassigned task can be claimed by anyone). `action` words the refusal.
     """
 
     record: str
     arg: str
-    roles: tuple[str, ...]
     action: str | None = None
     unclaimed: str | None = None
     hint: str | None = None  # what to do instead, appended to the refusal
@@ -312,11 +312,22 @@ def owners(tool: str, policy: Policy, kwargs: dict[str, Any], actor: Actor, conn
                 continue  # the body answers NOT_FOUND (or null) as it always has
             if rule.unclaimed is not None and not info.parties.get(rule.unclaimed):
                 continue
-            rbac.require(actor, {role: info.parties.get(role) for role in rule.roles}, action=rule.action or tool.replace("_", " "),
+            roles = parties.kind(rule.record).roles(verb_of(tool, rule))
+            rbac.require(actor, {role: info.parties.get(role) for role in roles}, action=rule.action or tool.replace("_", " "),
                          what=f"{rule.record} {record_id}", hint=rule.hint)
 
 
-__all__ = ["Forbidden", "Owns", "Policy", "RecordInfo", "ScopeForbidden", "declare", "owners", "resolve", "row_loader"]
+def verb_of(tool: str, rule: Owns) -> str:
+    """The verb the declaration of `rule.record` gives `tool` on `rule.arg` (core/parties.py)."""
+    arg, verb = parties.kind(rule.record).tools.get(tool, (None, ""))
+    if arg != rule.arg:
+        raise TypeError(f"{tool}: owns={rule.record!r} on {rule.arg!r} is not declared in core/parties.py "
+                        f"(KINDS[{rule.record!r}].tools)")
+    return verb
+
+
+__all__ = ["Forbidden", "Owns", "Policy", "RecordInfo", "ScopeForbidden", "declare", "declared_loader", "owners",
+           "resolve", "resolve_prompt", "resolve_resource", "row_loader"]
 
 
 def row_loader(table: str, key: str, roles: Mapping[str, str], *, namespace: str | None = None,
@@ -331,3 +342,33 @@ def row_loader(table: str, key: str, roles: Mapping[str, str], *, namespace: str
         return RecordInfo({role: row[col] for role, col in roles.items()}, row[namespace] if namespace else None)
 
     return load
+
+
+def declared_loader(kind: str) -> Loader:
+    """The loader of a record kind whose parties are columns of one table (core/parties.py)."""
+    k = parties.kind(kind)
+    if k.table is None or k.key is None:
+        raise TypeError(f"record kind {kind!r} has no table of its own: register its loader by hand")
+    return row_loader(k.table, k.key, parties.columns(kind), namespace=k.namespace)
+
+
+# -- resources and prompts: the same resolution as a tool call ---------------------------------------
+# A resource read is a read of the team's records (`vp://`, `ui://`): it needs an identity, like a tool
+# that is neither namespaced nor open. A prompt is open (it only renders text naming the caller).
+RESOURCE = Policy("read")
+PROMPT = Policy("read", open=True)
+
+
+def resolve_resource(uri: str, principal: Principal | None, settings: Any) -> Actor:
+    """The caller of one resources/read: refused as a tool call with the same credential would be,
+    and never another identity's inbox or task queue (personal_denial)."""
+    actor, _ = resolve(f"resource {uri}", RESOURCE, {}, principal, settings)
+    denial = personal_denial(principal, uri)
+    if denial:
+        raise ScopeForbidden(denial.removeprefix("FORBIDDEN: "))
+    return actor
+
+
+def resolve_prompt(name: str, principal: Principal | None, settings: Any) -> Actor:
+    """Who a prompt is rendered for when no role argument names it."""
+    return resolve(f"prompt {name}", PROMPT, {}, principal, settings)[0]

@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
 from ..core.sdk import current_principal
-from ..pipeline.policy import default_identity
+from ..pipeline.policy import resolve_prompt
 from .workflows import WORKFLOWS, Workflow, identity_line, render
 
 MAX_ARG_CHARS = 2_000  # prompt arguments are echoed into the text; keep a hostile one from bloating it
@@ -77,8 +77,9 @@ def render_prompt(workflow: Workflow, settings: Any, arguments: dict[str, Any] |
     if role is not None and not _SAFE_NAME.match(role):
         role = None  # not an orchestrator id: fall back to the configured identity
     principal = current_principal()
-    # The same resolution as tool calls: the argument, else the token's identity, else VP_ORCHESTRATOR.
-    me = role or default_identity(principal, settings.orchestrator)
+    # The same resolution as tool calls (policy.resolve): the argument, else the token's identity, else
+    # VP_ORCHESTRATOR.
+    me = role or resolve_prompt(workflow.name, principal, settings).identity
     if role:
         source = "the role argument"
     elif principal is not None and not principal.is_master:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core import parties
 from ...core.errors import NotFound
 from ...core.ids import now_ms
 from ...core.rbac import require_party
@@ -45,7 +46,8 @@ def create_note(conn: Connection, *, values: dict[str, Any]) -> str:
 
 def update_note(conn: Connection, *, note_id: str, caller: str, changes: dict[str, Any]) -> None:
     row = NOTES.require(conn, note_id)
-    require_party(caller, [row["createdBy"]], action=f"update briefing note {note_id}", role="its creator")
+    require_party(caller, parties.names("briefing note", row, "change"), action=f"update briefing note {note_id}",
+                  role="its creator")
     if "linkedMemoryIds" in changes:
         changes = {**changes, "linkedMemoryIds": check_memories(conn, changes["linkedMemoryIds"])}
     NOTES.patch(conn, note_id, {**changes, "updatedBy": caller}, now=now_ms())
@@ -55,7 +57,8 @@ def delete_note(conn: Connection, *, note_id: str, caller: str) -> dict[str, boo
     row = NOTES.row(conn, note_id)
     if row is None:
         return {"deleted": False}
-    require_party(caller, [row["createdBy"]], action=f"delete briefing note {note_id}", role="its creator")
+    require_party(caller, parties.names("briefing note", row, "force"), action=f"delete briefing note {note_id}",
+                  role="its creator")
     return {"deleted": NOTES.delete(conn, note_id)}
 
 

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core import parties
 from ...core.errors import Forbidden
 from ...core.ids import new_id, now_ms
 from ...core.rbac import Actor
@@ -64,10 +65,11 @@ def _owned(conn: Connection, namespace: str, actor: Actor | None = None,
     briefing notes only when the actor created them, as delete_task / delete_briefing_note require."""
     actor = actor or LOCAL
     out = {"memory": {r["id"] for r in export.memory_rows(conn, namespace, now=0, live_only=False)}}
-    for kind, rows in (("briefing", export.briefing_rows(conn, namespace)), ("task", export.task_rows(conn, namespace))):
+    for kind, record, rows in (("briefing", "briefing note", export.briefing_rows(conn, namespace)),
+                               ("task", "task", export.task_rows(conn, namespace))):
         out[kind] = set()
         for r in rows:
-            if actor.is_party([r.get("createdBy")]):
+            if actor.is_party(parties.names(record, {"createdBy": None, "assignedTo": None, **r}, "force")):
                 out[kind].add(r["id"])
             elif kept is not None:
                 kept.append(f"{kind} {r['id']} of {r.get('createdBy')} kept: only its creator or system may delete it")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core import parties
 from ...core.errors import Conflict
 from ...core.rbac import require_party
 from ...db import Connection
@@ -32,7 +33,8 @@ def create(conn: Connection, *, values: dict[str, Any]) -> dict[str, Any]:
 
 def _guard(conn: Connection, bu_id: str, caller: str, action: str) -> dict[str, Any]:
     row = BUS.require(conn, bu_id)
-    require_party(caller, [row["orchestratorId"], row["createdBy"]], action=f"{action} business unit {bu_id}",
+    verb = "force" if action == "delete" else "change"
+    require_party(caller, parties.names("business unit", row, verb), action=f"{action} business unit {bu_id}",
                   role="its lead orchestrator or creator")
     return row
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from ...core import parties
 from ...core.errors import NotFound
 from ...core.ids import new_id, now_ms
 from ...core.rbac import require_party
@@ -135,7 +136,8 @@ def delete(conn: Connection, *, name: str, type_: str, caller: str) -> dict[str,
     row = find(conn, name=name, type_=type_)
     if row is None:
         return {"deleted": False, "revisionsDeleted": 0}
-    require_party(caller, [row["createdBy"]], action=f"delete {type_} component {name}", role="its creator")
+    require_party(caller, parties.names("component", row, "force"), action=f"delete {type_} component {name}",
+                  role="its creator")
     count = conn.scalar("SELECT count(*) FROM componentRevisions WHERE componentId = ?", (row["id"],))
     COMPONENTS.delete(conn, row["id"])
     return {"deleted": True, "revisionsDeleted": count}

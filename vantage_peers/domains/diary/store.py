@@ -92,7 +92,3 @@ def list_by_date_range(
     )
     items = [DIARY.doc(r) for r in rows]
     return items[: fit_envelope(items)] if items else items
-
-
-def owner_of(conn: Connection, diary_id: str) -> str | None:
-    return conn.scalar("SELECT orchestrator FROM diary WHERE id = ?", (diary_id,))

@@ -7,15 +7,16 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from ...core.errors import InvalidArgument
-from ...core.rbac import require_party
 from ...core.validators import MAX_CONTENT_BYTES, iso_date, text, text_list
 from ...db.paging import Fields, clamp_limit
 from ...pipeline.app import App
+from ...pipeline.policy import Owns, declared_loader
 from . import store
 
 
 def register(app: App) -> None:
     db = app.db
+    app.add_record("diary entry", declared_loader("diary entry"))
 
     @app.tool("idempotent", identity="orchestrator", instance="instanceId")
     def write_diary(
@@ -82,16 +83,7 @@ def register(app: App) -> None:
             lambda c: store.list_by_date_range(c, date_from=start, date_to=end, orchestrator=orchestrator, limit=size)
         )
 
-    @app.tool("destructive", identity="callerOrchestrator")
+    @app.tool("destructive", identity="callerOrchestrator", owns=Owns("diary entry", "diaryId", action="delete"))
     def delete_diary(diaryId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:
         """Delete a diary entry for good (owner or `system`); returns `{deleted}`."""
-        caller = callerOrchestrator
-
-        def run(c) -> dict[str, bool]:
-            owner = store.owner_of(c, diaryId)
-            if owner is None:
-                return {"deleted": False}
-            require_party(caller, [owner], action=f"delete diary entry {diaryId}", role="its owner")
-            return {"deleted": store.DIARY.delete(c, diaryId)}
-
-        return db.write(run)
+        return {"deleted": db.write(lambda c: store.DIARY.delete(c, diaryId))}

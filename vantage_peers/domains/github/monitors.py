@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ...core.ids import new_id, now_ms
+from ...core.parties import SYSTEM
 from ...db import Connection, dumps
 from ..messaging import store as messaging
 from . import deployments, outbox
@@ -161,7 +162,7 @@ def apply_pr_state(conn: Connection, *, issue_id: str, body: dict[str, Any], now
         mapping = conn.one("SELECT orchestrator FROM githubRepoMapping WHERE repo = ? COLLATE NOCASE", (row["repo"],))
         to = (mapping["orchestrator"] if mapping else None) or row["orchestrator"] or NOTIFY_FALLBACK
         what = "was merged" if status == "merged" else "was closed without merge"
-        messaging.send_message(conn, sender="system", channel=to, content=(
+        messaging.send_message(conn, sender=SYSTEM, channel=to, content=(
             f"PR {row['prUrl']} for issue {row['repo']}#{row['issueNumber']} {what} (prStatus={status})."))
     return status if row is not None else None
 

@@ -16,7 +16,7 @@ from ...core.ids import now_ms
 from ...core.validators import check_name
 from ...db.paging import Fields
 from ...pipeline.app import App
-from ...pipeline.policy import Owns, row_loader
+from ...pipeline.policy import Owns, declared_loader
 from ..fix_patterns import store as fix_patterns
 from ..tasks import issue_links
 from . import deployments, irp, issues, mappings, monitors, webhook
@@ -46,7 +46,7 @@ ISSUES_SHARED = "GitHub issues are the team's work queue: any teammate updates o
 def register(app: App) -> None:
     db = app.db
     # A mapping written without an identity (or seeded) has no creator: only master/system may change it.
-    app.add_record("repo mapping", row_loader("githubRepoMapping", "repo", {"creator": "createdBy"}))
+    app.add_record("repo mapping", declared_loader("repo mapping"))
     # Per-App hooks (#18): a done task's `#NNN` title links the issue (and wakes this App's outbox);
     # a fix pattern linked to an issue is recorded on the issue row (link_issue_to_pattern passes it).
     app.on_task_done(lambda conn, task: issue_links.link_issues_on_completion(
@@ -113,7 +113,7 @@ def register(app: App) -> None:
         return db.read(lambda c: issues.counts(c, project_name=scope))
 
     # -- repo mappings ----------------------------------------------------------------------------
-    @app.tool("idempotent", owns=Owns("repo mapping", "repo", ("creator",), action="change"))
+    @app.tool("idempotent", owns=Owns("repo mapping", "repo", action="change"))
     def add_repo_mapping(repo: str, orchestrator: str, project: str) -> dict[str, Any]:
         """Map a GitHub repo (owner/name) to the orchestrator and project handling its issues; returns the mapping.
 
@@ -137,7 +137,7 @@ def register(app: App) -> None:
         slug = check_repo(repo)
         return db.read(lambda c: mappings.get(c, repo=slug))
 
-    @app.tool("destructive", owns=Owns("repo mapping", "repo", ("creator",), action="change"))
+    @app.tool("destructive", owns=Owns("repo mapping", "repo", action="change"))
     def remove_repo_mapping(repo: str) -> dict[str, Any]:
         """Delete a repo mapping: its issues stay, new ones start nothing; returns `{repo, deleted}`."""
         slug = check_repo(repo)

@@ -8,7 +8,7 @@ from ...core.errors import InvalidArgument
 from ...core.ids import now_ms
 from ...core.validators import check_name
 from ...pipeline.app import App
-from ...pipeline.policy import Owns, row_loader
+from ...pipeline.policy import Owns, declared_loader
 from . import store
 
 CLEANUP_EVERY_SECONDS = 3600
@@ -16,7 +16,7 @@ CLEANUP_EVERY_SECONDS = 3600
 
 def register(app: App) -> None:
     db = app.db
-    app.add_record("embed session", row_loader("iframeEmbedSessions", "sessionId", {"creator": "createdBy"}))
+    app.add_record("embed session", declared_loader("embed session"))
     app.add_job("iframe-session-cleanup", lambda: db.write(lambda c: store.cleanup(c)),
                 every_seconds=CLEANUP_EVERY_SECONDS)
 
@@ -38,13 +38,13 @@ def register(app: App) -> None:
                                                        tenant_id=tenant, user_id=user,
                                                        created_by=app.actor().identity, now=now))
 
-    @app.tool("write", owns=Owns("embed session", "sessionId", ("creator",), action="touch"))
+    @app.tool("write", owns=Owns("embed session", "sessionId", action="touch"))
     def touch_iframe_session(sessionId: str) -> bool:
         """Record embed activity (`lastSeenAt`, never `expiresAt`); returns false when gone, revoked or expired."""
         sid = store.check_session_id(sessionId)
         return db.write(lambda c: store.touch_session(c, session_id=sid))
 
-    @app.tool("destructive", owns=Owns("embed session", "sessionId", ("creator",), action="revoke"))
+    @app.tool("destructive", owns=Owns("embed session", "sessionId", action="revoke"))
     def revoke_iframe_session(sessionId: str) -> bool:
         """Log an embed session out (kept for audit); returns false when it never existed."""
         sid = store.check_session_id(sessionId)

@@ -19,6 +19,7 @@ import math
 import time
 from typing import Any
 
+from ...core import parties
 from ...core.errors import Forbidden, InvalidArgument, NotFound, VantageError
 from ...core.ids import now_ms
 from ...core.rbac import SYSTEM
@@ -300,7 +301,7 @@ def force_release(conn: Connection, *, reservation_id: str, reason: str, caller:
     if not rows or rows[0]["kind"] != KIND:
         raise NotFound(f"no path reservation {reservation_id!r}; list_path_reservations shows the ids")
     row = rows[0]
-    if not (master or caller == SYSTEM):
+    if not (master or caller == SYSTEM or caller in parties.names("path reservation", row, "force")):
         raise Forbidden(f"{caller} may not force-release {leases.holder_text(row)}'s reservation of {row['key']!r} in "
                         f"{row['scope'] or '(no repo)'!r}: only the master bearer or 'system' may; ask the holder "
                         f"to release_paths (send_message), or wait until it lapses at {_when(row['expiresAt'], now)} "

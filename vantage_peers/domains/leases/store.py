@@ -27,6 +27,7 @@ from typing import Any
 
 from ...core.errors import InvalidArgument, VantageError
 from ...core.ids import new_id
+from ...core.parties import SYSTEM
 from ...db import Connection, Row
 from ...db.paging import keyset_page
 
@@ -131,7 +132,7 @@ def expire_due(conn: Connection, *, now: int, kind: str | None = None, scope: st
             where.append(f"{column} = ?{len(args)}")
     args.append(limit)
     return conn.query(
-        "UPDATE agentLeases SET releasedAt = ?1, releaseReason = 'expired', releasedBy = 'system' "
+        f"UPDATE agentLeases SET releasedAt = ?1, releaseReason = 'expired', releasedBy = '{SYSTEM}' "
         f"WHERE seq IN (SELECT seq FROM agentLeases WHERE {' AND '.join(where)} ORDER BY expiresAt "
         f"LIMIT ?{len(args)}) RETURNING *", args)
 

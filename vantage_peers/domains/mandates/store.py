@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core import parties
 from ...core.errors import InvalidArgument, InvalidState, VantageError
 from ...core.ids import new_id, now_ms
 from ...core.rbac import require_party
@@ -47,8 +48,8 @@ def create(conn: Connection, *, values: dict[str, Any]) -> dict[str, Any]:
 
 def _mover(row: Row, target: str) -> tuple[list[str], str]:
     if target == "settled":
-        return [row["requestedBy"]], "the requester"
-    return [row["fulfilledBy"]], "the fulfiller"
+        return parties.names("mandate", row, "settle"), "the requester"
+    return parties.names("mandate", row, "step"), "the fulfiller"
 
 
 def transition(conn: Connection, row: Row, *, target: str, caller: str, extra: dict[str, Any] | None = None) -> None:
@@ -154,10 +155,10 @@ def update(conn: Connection, *, mandate_id: str, caller: str, terms: dict[str, A
            status: str | None) -> dict[str, Any]:
     """Terms (requester), then spending (either party), then a status step (fulfiller); one transaction."""
     row = MANDATES.require(conn, mandate_id)
-    require_party(caller, [row["requestedBy"], row["fulfilledBy"]], action=f"update mandate {mandate_id}",
+    require_party(caller, parties.names("mandate", row, "change"), action=f"update mandate {mandate_id}",
                   role="a party to the mandate")
     if terms:
-        require_party(caller, [row["requestedBy"]], action=f"change the terms of mandate {mandate_id}",
+        require_party(caller, parties.names("mandate", row, "terms"), action=f"change the terms of mandate {mandate_id}",
                       role="the requester")
         if row["status"] not in TERMS_OPEN:
             raise InvalidState(f"mandate {mandate_id} is {row['status']}; terms can change only while "

@@ -9,7 +9,7 @@ from ...core.ids import now_ms
 from ...core.validators import MAX_CONTENT_BYTES, check_choice, require_query, require_text
 from ...db.paging import Fields, check_fields, clamp_limit
 from ...pipeline.app import App
-from ...pipeline.policy import row_loader
+from ...pipeline.policy import declared_loader
 from ...search.doctrine import with_doctrine
 from . import indexer, search, store
 from .models import (
@@ -47,7 +47,7 @@ def _episode(value: Episode | None) -> dict[str, Any] | None:
 def register(app: App) -> None:
     db = app.db
     svc = services(app)
-    app.add_record("memory", row_loader("memories", "id", {"creator": "createdBy"}, namespace="namespace"))
+    app.add_record("memory", declared_loader("memory"))
     app.add_corpus(indexer.MEMORIES)
     app.add_job("embeddings", lambda: indexer.embed_pending(db, svc.embedder, owner=svc.owner, corpora=app.corpora))
     app.add_job("memory-expiry", lambda: db.write(lambda c: store.purge_expired(c)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core import parties
 from ...core.errors import Forbidden, InvalidArgument, NotFound
 from ...core.ids import new_id
 from ...core.rbac import SYSTEM
@@ -74,7 +75,7 @@ def acknowledge(conn: Connection, *, caller: str, receipt_ids: list[str] | None,
         if missing:
             raise NotFound(f"no receipt {', '.join(missing[:5])}{' …' if len(missing) > 5 else ''}; "
                            "receipt ids come from check_messages")
-        foreign = [r["id"] for r in rows if caller != SYSTEM and r["recipient"] != caller]
+        foreign = [r["id"] for r in rows if caller != SYSTEM and caller not in parties.names("receipt", r, "change")]
         if foreign:
             raise Forbidden(f"receipt {foreign[0]} is addressed to another agent: only its recipient "
                             "(or system) may acknowledge it")

@@ -11,7 +11,7 @@ from ...core.errors import InvalidArgument, NotFound
 from ...core.validators import MAX_CONTENT_BYTES, check_name, json_object, require_query, require_text
 from ...db.paging import Fields, clamp_limit
 from ...pipeline.app import App
-from ...pipeline.policy import Owns, row_loader
+from ...pipeline.policy import Owns, declared_loader
 from ..profiles import store as profiles_store
 from . import store, tools_delivery
 
@@ -20,8 +20,8 @@ MESSAGE_DATA_MAX_BYTES = 16_384
 
 def register(app: App) -> None:
     db = app.db
-    app.add_record("message", row_loader("messages", "id", {"sender": "sender"}))
-    app.add_record("receipt", row_loader("messageReceipts", "id", {"recipient": "recipient"}))
+    app.add_record("message", declared_loader("message"))
+    app.add_record("receipt", declared_loader("receipt"))
     tools_delivery.register(app)  # acknowledgements, delivery status, redelivery job, inbox resources
 
     @app.tool("write", identity="from", instance="fromInstanceId", idempotent=True)
@@ -89,12 +89,12 @@ def register(app: App) -> None:
             )
         ))["items"]
 
-    @app.tool("idempotent", owns=Owns("receipt", "receiptIds", ("recipient",), action="mark read"))
+    @app.tool("idempotent", owns=Owns("receipt", "receiptIds", action="mark read"))
     def mark_as_read(receiptIds: Annotated[list[str], Field(max_length=10_000)]) -> int:
         """Mark messages read by receipt id; returns how many changed."""
         return db.write(lambda c: store.mark_as_read(c, receipt_ids=receiptIds))
 
-    @app.tool("destructive", identity="callerOrchestrator", owns=Owns("message", "messageId", ("sender",), action="delete"))
+    @app.tool("destructive", identity="callerOrchestrator", owns=Owns("message", "messageId", action="delete"))
     def delete_message(messageId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Delete a message and its receipts (sender or `system`); returns counts."""
         def run(c):

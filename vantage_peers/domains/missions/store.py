@@ -52,8 +52,7 @@ def update_mission(conn: Connection, *, mission_id: str, fields: Mapping[str, An
     needs `cancelReason` and the creator, and a complete mission cannot be cancelled."""
     now = now or now_ms()
     row = require(conn, mission_id)
-    rbac.require(caller, {"creator": row["createdBy"], "pilot": row["pilot"]}, action="update",
-            what=f"mission {mission_id}")
+    rbac.require_record(caller, "mission", row, "change", action="update", what=f"mission {mission_id}")
     status = fields.get("status")
     reason = fields.get("cancelReason")
     if status == "cancelled" and row["status"] != "cancelled":
@@ -62,7 +61,7 @@ def update_mission(conn: Connection, *, mission_id: str, fields: Mapping[str, An
         if caller is None:
             raise InvalidArgument(f"callerOrchestrator is required to cancel: only the creator ({row['createdBy']}) "
                                   "may cancel a mission")
-        rbac.require(caller, {"creator": row["createdBy"]}, action="cancel", what=f"mission {mission_id}")
+        rbac.require_record(caller, "mission", row, "force", action="cancel", what=f"mission {mission_id}")
         if row["status"] == "complete":
             raise InvalidState(f"mission {mission_id} is complete and cannot be cancelled")
     elif reason is not None and status != "cancelled" and row["status"] != "cancelled":

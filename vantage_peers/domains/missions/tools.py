@@ -12,7 +12,7 @@ from ...core.validators import check_name, require_text
 from ...db import Connection
 from ...db.paging import Fields
 from ...pipeline.app import App
-from ...pipeline.policy import Owns, row_loader
+from ...pipeline.policy import Owns, declared_loader
 from .. import ports
 from . import store
 from .vocabulary import MISSION_ALIASES, MISSION_STATUSES, PRIORITIES, resolve_status_filter
@@ -75,7 +75,7 @@ def mission_view(conn: Connection, mission_id: str) -> dict[str, Any] | None:
 
 def register(app: App) -> None:
     db = app.db
-    app.add_record("mission", row_loader("missions", "id", {"creator": "createdBy", "pilot": "pilot"}))
+    app.add_record("mission", declared_loader("mission"))
 
     @app.tool("write", identity="createdBy", idempotent=True)
     def create_mission(
@@ -149,7 +149,7 @@ def register(app: App) -> None:
         caller = callerOrchestrator
         db.write(lambda c: store.update_mission(c, mission_id=missionId, fields=fields, caller=caller))
 
-    @app.tool("write", owns=Owns("mission", "missionId", ("creator", "pilot"), action="update"))
+    @app.tool("write", owns=Owns("mission", "missionId", action="update"))
     def update_mission_status(missionId: str, status: Status) -> None:
         """Set a mission's status; returns null (to cancel, update_mission with `cancelReason`)."""
         if status == "cancelled":
@@ -158,7 +158,7 @@ def register(app: App) -> None:
         _enum(status, MISSION_STATUSES[:-1], "status")
         db.write(lambda c: store.set_column(c, mission_id=missionId, column="status", value=status))
 
-    @app.tool("write", owns=Owns("mission", "missionId", ("creator", "pilot"), action="update"))
+    @app.tool("write", owns=Owns("mission", "missionId", action="update"))
     def update_mission_progress(missionId: str, progress: Progress) -> None:
         """Set a mission's manual progress (0-100); returns null."""
         db.write(lambda c: store.set_column(c, mission_id=missionId, column="progress", value=progress))

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core import sdk
 from ...core.ids import new_id, now_ms
+from ...core.parties import SYSTEM
 from ..leases import store as leases
 from . import processes
 
@@ -175,7 +176,7 @@ def first_answer(app: App) -> Any:
             return None  # over HTTP the agent is the token's identity, not this process
         leases.bind_session(state.me.session)
         who = app.settings.orchestrator
-        if not who or who == "system":
+        if not who or who == SYSTEM:
             return None
         if state.checked and not (state.pending and time.monotonic() - state.last_check >= RECHECK_SECONDS):
             return None

@@ -55,7 +55,8 @@ def require(conn: Connection, template_id: Any) -> Row:
 def authorize(caller: str | None, row: Row, action: str) -> None:
     """Creator or `system` (no check without a caller, nor for a template created without identity)."""
     if row["createdBy"] is not None:
-        rbac.require(caller, {"creator": row["createdBy"]}, action=action, what=f"recurring task {row['id']}")
+        rbac.require_record(caller, "recurring task", row, "force" if action == "delete" else "change",
+                            action=action, what=f"recurring task {row['id']}")
 
 
 def _check(payload: Mapping[str, Any], *, creating: bool) -> None:

@@ -55,8 +55,8 @@ def release_claim(conn: Connection, *, task_id: str, now: int, reason: str, by: 
 
 def release_files(conn: Connection, *, task_id: str, now: int, reason: str) -> None:
     """The path reservations taken with a claim that just ended otherwise (lapsed, superseded)."""
-    conn.execute("UPDATE agentLeases SET releasedAt = ?, releaseReason = ?, releasedBy = 'system' "
-                 "WHERE claimOf = ? AND releasedAt IS NULL", (now, reason, task_id))
+    conn.execute("UPDATE agentLeases SET releasedAt = ?, releaseReason = ?, releasedBy = ? "
+                 "WHERE claimOf = ? AND releasedAt IS NULL", (now, reason, SYSTEM, task_id))
 
 
 def _lost_message(row: Row, caller: str, now: int) -> str:

@@ -8,7 +8,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ...core.rbac import SYSTEM, require
+from ...core import parties
+from ...core.rbac import SYSTEM, require_record
 from ..missions.vocabulary import PRIORITIES as PRIORITIES
 from ..missions.vocabulary import resolve_status_filter as resolve_status_filter
 from ..missions.vocabulary import status_sql as status_sql
@@ -38,7 +39,7 @@ def is_auto_generated(created_by: str | None, title: str | None) -> bool:
 
 def rbac_denial(caller: str | None, task: Mapping[str, Any], action: str) -> str | None:
     """Why `caller` may not `action` this task (creator or assignee; system bypasses), or None."""
-    if caller is None or caller == SYSTEM or caller in (task["createdBy"], task["assignedTo"]):
+    if caller is None or caller == SYSTEM or caller in parties.names("task", task, "change"):
         return None
     return (
         f"{caller} may not {action} task {task['id']}: only its creator ({task['createdBy']}), its "
@@ -47,5 +48,4 @@ def rbac_denial(caller: str | None, task: Mapping[str, Any], action: str) -> str
 
 
 def authorize(caller: str | None, task: Mapping[str, Any], action: str) -> None:
-    require(caller, {"creator": task["createdBy"], "assignee": task["assignedTo"]}, action=action,
-            what=f"task {task['id']}")
+    require_record(caller, "task", task, "change", action=action, what=f"task {task['id']}")

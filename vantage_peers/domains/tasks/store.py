@@ -7,7 +7,7 @@ from typing import Any
 
 from ...core.errors import InvalidArgument, NotFound
 from ...core.ids import new_id, now_ms
-from ...core.rbac import require
+from ...core.rbac import require_record
 from ...db import Connection, Row, dumps
 from ...db.paging import (
     check_fields,
@@ -147,7 +147,7 @@ def delete_task(conn: Connection, *, task_id: str, caller: str) -> dict[str, Any
     task = load_task(conn, task_id)
     if task is None:
         return {"deleted": False}
-    require(caller, {"creator": task["createdBy"]}, action="delete (cancel it instead: update_task "
+    require_record(caller, "task", task, "force", action="delete (cancel it instead: update_task "
             "status='cancelled' + cancelReason)", what=f"task {task_id}")
     # Remove the id from other tasks' dependsOn so that no dependency dangles.
     conn.execute(

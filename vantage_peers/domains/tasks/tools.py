@@ -13,7 +13,7 @@ from ...core.ids import now_ms
 from ...core.validators import require_query
 from ...db.paging import Fields, clamp_limit
 from ...pipeline.app import App
-from ...pipeline.policy import RecordInfo, row_loader
+from ...pipeline.policy import RecordInfo, declared_loader
 from ..leases import sweep as lease_sweep
 from ..missions import store as missions
 from ..profiles import store as profiles_store
@@ -37,7 +37,7 @@ def claim_parties(conn: Any, task_id: str) -> RecordInfo | None:
 
 def register(app: App) -> None:
     db = app.db
-    app.add_record("task", row_loader("tasks", "id", {"creator": "createdBy", "assignee": "assignedTo"}))
+    app.add_record("task", declared_loader("task"))
     # Who may check a task out: the one eligibility rule (eligibility.py), read in the claim's transaction.
     app.add_record("task claim", claim_parties)
     # The task subscription (vp://tasks/{orchestrator}) lists claimable work through this (queue.py).

@@ -99,7 +99,7 @@ def register(app: App) -> None:
     # Who may claim: the one eligibility rule (eligibility.py) — reserved to its assignee, or open to a
     # pool (no assignee, an unknown name, or a lapsed claim); its creator always.
     @app.tool("write", identity="callerOrchestrator", instance="callerInstance",
-              owns=Owns("task claim", "taskId", ("creator", "assignee", "pool members"), action="check out",
+              owns=Owns("task claim", "taskId", action="check out",
                         unclaimed="assignee", hint=eligibility.HINT))
     def checkout_task(taskId: str, callerOrchestrator: str | None = None,
                       callerInstance: str | None = None, claimTtlSeconds: int | None = None,

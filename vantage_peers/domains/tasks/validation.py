@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...core import parties
 from ...core.errors import Conflict, Forbidden, InvalidArgument, InvalidState, NotFound, VantageError
 from ...core.validators import Checker, Failure
 from ...db import Connection, loads
@@ -185,7 +186,7 @@ def update_failures(conn: Connection, task: Mapping[str, Any], payload: Mapping[
             if caller is None:
                 chk.fail("callerOrchestrator", "callerOrchestrator is required to cancel: only the task's "
                          f"creator ({task['createdBy']}) may cancel it", {"callerOrchestrator": task["createdBy"]})
-            elif caller not in (SYSTEM, task["createdBy"]):
+            elif caller != SYSTEM and caller not in parties.names("task", task, "force"):
                 chk.fail("callerOrchestrator", f"only the creator ({task['createdBy']}) may cancel task "
                          f"{task['id']}", {"callerOrchestrator": task["createdBy"]}, "RBAC_DENIED")
         elif status == "in_progress" and caller not in (None, SYSTEM):

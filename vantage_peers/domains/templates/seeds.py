@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-SEED_AUTHOR = "system"
+from ...core.parties import SYSTEM
+
+SEED_AUTHOR = SYSTEM
 DEFAULT_TEMPLATE = "issue-resolution-v3"
 
 

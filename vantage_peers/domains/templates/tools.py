@@ -10,7 +10,7 @@ from ...core.errors import InvalidArgument
 from ...core.validators import check_name, require_text
 from ...db.paging import Fields
 from ...pipeline.app import App
-from ...pipeline.policy import Owns, row_loader
+from ...pipeline.policy import Owns, declared_loader
 from . import store
 
 
@@ -26,7 +26,7 @@ class TemplateStep(BaseModel):
 def register(app: App) -> None:
     db = app.db
     # Seeded templates are written by `system`: only master/system may edit them.
-    app.add_record("template", row_loader("missionTemplates", "name", {"creator": "createdBy"}))
+    app.add_record("template", declared_loader("template"))
     # Seed the documented templates once per file (a read first, so a normal start takes no write lock).
     if db.read(store.missing_seeds):
         db.write(store.seed_templates)
@@ -73,10 +73,10 @@ def register(app: App) -> None:
 
     for tool_name in ("update_mission_template", "upsert_mission_template"):
         app.tool("idempotent", name=tool_name, description=doc, identity="createdBy",
-                 owns=Owns("template", "name", ("creator",), action="edit"))(update_mission_template)
+                 owns=Owns("template", "name", action="edit"))(update_mission_template)
 
     @app.tool("write", identity="callerOrchestrator", identity_required=False,
-              owns=Owns("mission", "missionId", ("creator", "pilot"), action="add tasks to"), idempotent=True)
+              owns=Owns("mission", "missionId", action="add tasks to"), idempotent=True)
     def instantiate_template_into_mission(
         templateName: str,
         missionId: str,
