@@ -41,7 +41,9 @@ class VantageServer(MCPServer):
         sdk.announce_list_changed(self)
 
     async def list_tools(self):  # type: ignore[override]
-        return [_lean_listing(t) for t in await super().list_tools() if toolsets.is_enabled(self.vp_app, t.name)]
+        # From the app's tools (the ones this server was made with, in order), so that a tool of a
+        # set that is off is not prepared at all (calls.PipelineTool: schemas are filled on first use).
+        return [_lean_listing(t.listing()) for t in self.vp_app.tools if toolsets.is_enabled(self.vp_app, t.name)]
 
 
 def _resource_policy(uri: Any) -> None:
