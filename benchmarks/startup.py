@@ -9,9 +9,10 @@ Rounds alternate the cases (the order rotates each round), so load on a shared m
 alike. `--baseline DIR` adds the same cases for another checkout's `vantage_peers` (e.g.
 `git archive main | tar -x -C /tmp/base`), run by this venv's Python with PYTHONPATH=DIR, so before
 and after are measured in alternation too. Prints, per case, the median time and two ratios to the
-floor: median / median, and the median of the per-round ratios (steadier under load); and the
-child process's CPU time (user + system) with its ratio, which load barely moves; plus the load
-average before and after.
+floor (the median of the per-round ratios, steadier under load than a ratio of medians): until
+tools/list is answered (status: until it exits), until the process has exited (a client waits for
+that when it closes the session), and the child process's CPU time (user + system), which load
+barely moves; plus the load average before and after.
 
 Usage: uv run python benchmarks/startup.py [--runs 9] [--baseline DIR] [--bytecode]
 `--bytecode` lets every process write and use .pyc files (in a private PYTHONPYCACHEPREFIX), as an
@@ -46,9 +47,11 @@ ENTRY = "import sys; from vantage_peers.cli import main; sys.exit(main())"  # wh
 REPO = Path(__file__).resolve().parent.parent
 
 
-async def _session(params: StdioServerParameters) -> int:
+async def _session(params: StdioServerParameters) -> float:
+    """The moment tools/list is answered (the client then closes stdin and waits for the exit)."""
     async with Client(params) as client:
-        return len((await client.list_tools()).tools)
+        await client.list_tools()
+        return time.perf_counter()
 
 
 def _children_cpu() -> float:
@@ -56,22 +59,24 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _timed(run) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the child process: far less sensitive to a loaded machine)."""
+def _timed(run) -> tuple[float, float, float]:
+    """(seconds until ready, seconds until the process exited, CPU seconds of the child process:
+    far less sensitive to a loaded machine than wall times)."""
     cpu, start = _children_cpu(), time.perf_counter()
-    run()
-    return time.perf_counter() - start, _children_cpu() - cpu
+    ready = run()
+    end = time.perf_counter()
+    return (ready or end) - start, end - start, _children_cpu() - cpu
 
 
-def _stdio(env: dict[str, str], cwd: Path, script: Path | None = None) -> tuple[float, float]:
+def _stdio(env: dict[str, str], cwd: Path, script: Path | None = None) -> tuple[float, float, float]:
     args = [str(script)] if script else ["-c", ENTRY]
     params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(cwd))
     return _timed(lambda: anyio.run(_session, params))
 
 
-def _status(env: dict[str, str], cwd: Path) -> tuple[float, float]:
+def _status(env: dict[str, str], cwd: Path) -> tuple[float, float, float]:
     return _timed(lambda: subprocess.run([sys.executable, "-c", ENTRY, "status"], env=env, cwd=cwd, check=True,
-                                         stdout=subprocess.DEVNULL))
+                                         stdout=subprocess.DEVNULL) and None)
 
 
 def loadavg() -> str:
@@ -107,24 +112,22 @@ def main() -> None:
     for name in names:  # warm-up: creates and migrates the files, fills the page cache; not counted
         cases[name]()
     print(f"load average before: {loadavg()}")
-    times: dict[str, list[float]] = {name: [] for name in names}
-    cpu: dict[str, list[float]] = {name: [] for name in names}
+    samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name in names}
     for i in range(args.runs):
         order = names[i % len(names):] + names[:i % len(names)]
         for name in order:
-            wall, used = cases[name]()
-            times[name].append(wall)
-            cpu[name].append(used)
+            samples[name].append(cases[name]())
     print(f"load average after:  {loadavg()}")
-    floor = names[0]
-    floor_median, floor_cpu = statistics.median(times[floor]), statistics.median(cpu[floor])
-    print(f"{'case':<34} {'wall ms':>8} {'x floor':>8} {'x floor/round':>14} {'CPU ms':>8} {'CPU x floor':>12}"
-          f"   ({args.runs} rounds)")
+    floor = samples[names[0]]
+    print(f"{'case':<34} {'ready ms':>9} {'x floor':>8} {'exited ms':>10} {'x floor':>8} {'CPU ms':>8} "
+          f"{'x floor':>8}   (medians of {args.runs} rounds; x floor: median of per-round ratios)")
     for name in names:
-        median, used = statistics.median(times[name]), statistics.median(cpu[name])
-        per_round = statistics.median(t / f for t, f in zip(times[name], times[floor], strict=True))
-        print(f"{name:<34} {median * 1000:8.1f} {median / floor_median:8.2f} {per_round:14.2f} "
-              f"{used * 1000:8.1f} {used / floor_cpu:12.2f}")
+        cells = []
+        for k in range(3):  # ready (tools/list answered; status: exited), exited, CPU
+            mine = [s[k] for s in samples[name]]
+            ratio = statistics.median(m / f[k] for m, f in zip(mine, floor, strict=True))
+            cells.append(f"{statistics.median(mine) * 1000:{9 if k == 0 else 10 if k == 1 else 8}.1f} {ratio:8.2f}")
+        print(f"{name:<34} " + " ".join(cells))
     print("targets: start (all) <= 1.2x, start core < start all, status <= 1.5x the floor")
 
 

@@ -14,7 +14,8 @@ steps, each at most once per process (`Shape`, shared by every App's copy of the
   own JSON schema), the built one wins and a line on stderr says the file is stale.
 
 tests/pipeline/test_prebuilt.py checks the file against a fresh build of every tool; after changing
-a tool's arguments or return type, regenerate it: `uv run python -m vantage_peers.pipeline.prebuilt`.
+a tool's arguments or return type, regenerate it:
+`VP_UPDATE_SNAPSHOTS=1 uv run pytest -n 0 tests/pipeline/test_prebuilt.py`.
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ COUNTS = {"listed": 0, "built": 0}
 
 
 def _sdk_version() -> str:
+    """The installed SDK's version, from its dist-info folder's name (importlib.metadata scans every
+    installed distribution: milliseconds at each start)."""
+    import mcp
+
+    for info in Path(mcp.__file__).resolve().parent.parent.glob("mcp-*.dist-info"):
+        return info.name[len("mcp-"):-len(".dist-info")]
     from importlib.metadata import version
 
     return version("mcp")
@@ -84,7 +91,7 @@ def fingerprint(sig: inspect.Signature) -> str:
 
 
 def _stable(text: str) -> str:
-    return _ADDRESS.sub("", text)
+    return _ADDRESS.sub("", text) if " at 0x" in text else text
 
 
 def _describe(tp: Any, parts: list[str]) -> None:
@@ -176,7 +183,7 @@ class Shape:
         if self.parameters is not None and (self.parameters, self.output_schema) != (
                 built.parameters, built.fn_metadata.output_schema):
             print(f"vantage-peers: {FILE.name} is stale for {self.name} (its listed schema differed from the "
-                  "built one, which is used from now on); regenerate it: python -m vantage_peers.pipeline.prebuilt",
+                  "built one, which is used from now on); regenerate it: VP_UPDATE_SNAPSHOTS=1 pytest tests/pipeline/test_prebuilt.py",
                   file=sys.stderr, flush=True)
         self.parameters, self.output_schema = built.parameters, built.fn_metadata.output_schema
         self.built = built
@@ -203,25 +210,3 @@ def render(content: dict[str, Any]) -> str:
 
 def app_shapes(app: Any) -> list[Shape]:
     return [tool.fn.vp_shape for tool in app.tools if getattr(tool.fn, "vp_shape", None) is not None]
-
-
-def main() -> int:
-    import tempfile
-
-    from ..server import create_app
-    from .settings import Settings
-
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {"VP_DB_PATH": str(Path(tmp) / "generate.db"), "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none"}
-        app = create_app(Settings.from_env(env, dotenv=False))
-        try:
-            text = render(generate(app_shapes(app)))
-        finally:
-            app.db.close()
-    FILE.write_text(text, encoding="utf-8")
-    print(f"wrote {FILE} ({len(text):,} bytes)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

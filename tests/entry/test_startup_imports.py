@@ -1,0 +1,74 @@
+"""The stdio server's start-up path (#34): it imports nothing of HTTP or the scheduler beyond what the
+SDK itself imports, and answers tools/list from the prebuilt schemas."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from support.paths import REPO
+
+# A server over stdio gets these lines, answers, and ends at end of input; the script then writes the
+# modules the process imported to the file named by sys.argv_out.
+REQUESTS = "".join(json.dumps(m) + "\n" for m in (
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+))
+OURS = """
+import json, sys
+from vantage_peers.cli import main
+sys.argv = sys.argv[:1]
+main([])
+from vantage_peers.pipeline import prebuilt
+json.dump({"modules": sorted(sys.modules), "prepared": prebuilt.COUNTS}, open(sys.argv_out, "w"))
+"""
+FLOOR = """
+import json, sys
+from mcp.server.mcpserver import MCPServer
+server = MCPServer("floor")
+@server.tool()
+def ping() -> str:
+    return "pong"
+server.run("stdio")
+json.dump({"modules": sorted(sys.modules)}, open(sys.argv_out, "w"))
+"""
+# Packages only `serve` (HTTP, OAuth) and the scheduler (cron) use.
+HTTP_AND_SCHEDULER = ("uvicorn", "starlette", "sse_starlette", "cryptography", "croniter", "dateutil", "jwt",
+                      "multipart", "python_multipart", "httpx", "httpx2", "h11")
+
+
+def _run(script: str, out, tmp_path) -> dict:
+    env = {**os.environ, "VP_DB_PATH": str(tmp_path / "vp.db"), "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none"}
+    code = f"import sys; sys.argv_out = {str(out)!r}\n" + script
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    try:
+        proc.stdin.write(REQUESTS)
+        proc.stdin.flush()
+        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]  # then end of input: it exits
+        proc.stdin.close()
+        assert proc.wait(timeout=300) == 0, proc.stderr.read()[-2000:]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert [r.get("id") for r in replies] == [1, 2], replies
+    return {**json.loads(out.read_text()), "tools": len(replies[1]["result"]["tools"])}
+
+
+@pytest.mark.slow
+def test_stdio_start_imports_no_http_or_scheduler_module_beyond_the_sdk(tmp_path):
+    ours = _run(OURS, tmp_path / "ours.json", tmp_path)
+    floor = _run(FLOOR, tmp_path / "floor.json", tmp_path)
+    extra = set(ours["modules"]) - set(floor["modules"])
+    offending = sorted(m for m in extra if m.split(".")[0] in HTTP_AND_SCHEDULER)
+    assert not offending, f"imported on the stdio path (keep them lazy, where HTTP or the scheduler use them): {offending}"
+    assert not any(m.startswith(("vantage_peers.http", "vantage_peers.dashboard")) for m in ours["modules"])
+    # every listed tool came from the prebuilt schemas, none was built at start
+    assert ours["prepared"] == {"listed": ours["tools"], "built": 0}
+    assert ours["tools"] > 100
+    assert (REPO / "vantage_peers" / "pipeline" / "tool_schemas.json").exists()
