@@ -77,7 +77,9 @@ def domain_modules() -> list[str]:
     return sorted(names)
 
 
-def create_app(settings: Settings | None = None) -> App:
+def create_app(settings: Settings | None = None, *, serve: bool = True) -> App:
+    """The registry with every domain registered and, unless `serve` is false (`status` reads only
+    the registry: jobs, corpora), the MCP server composed on it."""
     settings = settings or Settings.from_env()
     db = open_database(settings)
     app = App(settings, db)
@@ -91,10 +93,12 @@ def create_app(settings: Settings | None = None) -> App:
     register_ui(app)
     toolsets.order_tools(app)  # list_toolsets / enable_toolset, then core, then the other sets
     app.enabled_toolsets = toolsets.initial_toolsets(app)
+    app.add_job("idempotency-keys", lambda: app.db.write(idempotency.expire), every_seconds=3600)
+    if not serve:
+        return app
     app.mcp = VantageServer(app, name="vantage-peers", version=__version__, instructions=INSTRUCTIONS,
                             tools=app.tools)
     sdk.wrap_read_resource(app.mcp, _resource_policy)
-    app.add_job("idempotency-keys", lambda: app.db.write(idempotency.expire), every_seconds=3600)
     for hook in app.server_hooks:
         hook(app.mcp)
     return app

@@ -1,5 +1,6 @@
-"""The stdio server's start-up path (#34): it imports nothing of HTTP or the scheduler beyond what the
-SDK itself imports, and answers tools/list from the prebuilt schemas."""
+"""Start-up paths (#34): the stdio server imports nothing of HTTP or the scheduler beyond what the
+SDK itself imports and answers tools/list from the prebuilt schemas; `status` reads the registry
+without composing an MCP server."""
 
 from __future__ import annotations
 
@@ -72,3 +73,21 @@ def test_stdio_start_imports_no_http_or_scheduler_module_beyond_the_sdk(tmp_path
     assert ours["prepared"] == {"listed": ours["tools"], "built": 0}
     assert ours["tools"] > 100
     assert (REPO / "vantage_peers" / "pipeline" / "tool_schemas.json").exists()
+
+
+def test_status_reads_the_registry_a_server_has_without_composing_one(tmp_path):
+    from conftest import make_settings
+
+    from vantage_peers.server import create_app
+
+    served = create_app(make_settings(tmp_path / "served.db"))
+    bare = create_app(make_settings(tmp_path / "bare.db"), serve=False)
+    try:
+        assert served.mcp is not None and bare.mcp is None
+        assert [name for name, _ in bare.jobs] == [name for name, _ in served.jobs]
+        assert "idempotency-keys" in bare.job_schedules
+        assert bare.job_schedules == served.job_schedules
+        assert [c.name for c in bare.corpora] == [c.name for c in served.corpora]
+    finally:
+        served.db.close()
+        bare.db.close()
