@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import subprocess
 import sys
 
@@ -28,16 +29,9 @@ main([])
 from vantage_peers.pipeline import prebuilt
 json.dump({"modules": sorted(sys.modules), "prepared": prebuilt.COUNTS}, open(sys.argv_out, "w"))
 """
-FLOOR = """
-import json, sys
-from mcp.server.mcpserver import MCPServer
-server = MCPServer("floor")
-@server.tool()
-def ping() -> str:
-    return "pong"
-server.run("stdio")
-json.dump({"modules": sorted(sys.modules)}, open(sys.argv_out, "w"))
-"""
+# The benchmark's one-tool floor server, then the same dump of its modules.
+FLOOR = runpy.run_path(str(REPO / "benchmarks" / "startup.py"))["MINIMAL"] + \
+    'json.dump({"modules": sorted(sys.modules)}, open(sys.argv_out, "w"))\n'
 # Packages only `serve` (HTTP, OAuth) and the scheduler (cron) use.
 HTTP_AND_SCHEDULER = ("uvicorn", "starlette", "sse_starlette", "cryptography", "croniter", "dateutil", "jwt",
                       "multipart", "python_multipart", "httpx", "httpx2", "h11")
@@ -45,7 +39,7 @@ HTTP_AND_SCHEDULER = ("uvicorn", "starlette", "sse_starlette", "cryptography", "
 
 def _run(script: str, out, tmp_path) -> dict:
     env = {**os.environ, "VP_DB_PATH": str(tmp_path / "vp.db"), "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none"}
-    code = f"import sys; sys.argv_out = {str(out)!r}\n" + script
+    code = f"import json, sys; sys.argv_out = {str(out)!r}\n" + script
     proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
     try:
