@@ -2,7 +2,8 @@
 
 Each tool is called N times through the SDK's in-memory client (the same path as stdio, minus the
 pipe): the floor is a bare MCPServer with one `ping` tool; then send_message, check_messages (a
-20-message inbox) and recall (keyword mode, 1,000 memories) on vantage-peers, named as an
+20-message inbox), recall (keyword mode, 1,000 memories) and checkout_task (a fresh open task
+each call) on vantage-peers, named as an
 orchestrator so that the presence step runs too. Prints p50/p95 in ms and p50 / floor p50.
 
 Usage: uv run python benchmarks/calls.py [--calls 2000]
@@ -73,6 +74,20 @@ def ours(calls: int) -> dict[str, list[float]]:
             for tool, args in cases.items():
                 await _timed(client, tool, args, 50)
                 out[tool] = await _timed(client, tool, args, calls)
+            # checkout_task claims one open task per call: a fresh task each time (created untimed)
+            tasks = []
+            for i in range(calls + 50):
+                made = await client.call_tool("create_task", {"title": f"task {i}", "priority": "medium",
+                                                              "assignedTo": "bench"})
+                assert not made.is_error, made.content
+                data = made.structured_content or {}
+                tasks.append(data.get("taskId") or data.get("result") or made.content[0].text.strip('"'))
+            times = []
+            for i, task in enumerate(tasks):
+                took = await _timed(client, "checkout_task", {"taskId": task}, 1)
+                if i >= 50:
+                    times += took
+            out["checkout_task"] = times
             return out
 
     try:

@@ -175,9 +175,28 @@ def main(argv: list[str] | None = None) -> int:
     from .core.safe_stderr import install
 
     install()  # #19: a log line that cannot be written (full disk) never fails a call
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handlers = parser.vp_handlers  # type: ignore[attr-defined]
+    try:
+        return _main(argv)
+    finally:
+        if argv is None:  # the process's own command (not a test calling main): it ends here
+            # #32 item 8, #34: at exit the interpreter runs full collections over everything imported
+            # (mcp and pydantic: ~85k objects, 0.2 s or more each on a loaded machine); frozen objects
+            # are skipped. The command's output is written and its database closed; atexit handlers
+            # still run.
+            import gc
+
+            gc.freeze()
+
+
+def _main(argv: list[str] | None) -> int:
+    if not (sys.argv[1:] if argv is None else argv):
+        # The stdio server, what an MCP client starts: no command, so no parser to build (#34: the
+        # parser imports every command's module).
+        args, handlers = argparse.Namespace(command=None, database_url=None), {}
+    else:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        handlers = parser.vp_handlers  # type: ignore[attr-defined]
     if args.database_url:  # #25: the option wins over the environment, for this process and its children
         import os
 
@@ -212,10 +231,7 @@ def main(argv: list[str] | None = None) -> int:
                 return run_wait(kinds_text=args.kinds, timeout=args.timeout, as_json=args.json, state=args.state,
                                 since_now=args.since_now, ready_fd=args.ready_fd)
             finally:
-                # #32 item 8: the process lingered ~1 s after its digest. At exit the interpreter runs
-                # full collections over everything imported (mcp and pydantic: ~85k objects, 0.2 s or
-                # more each on a loaded machine); frozen objects are skipped. The digest is flushed, the
-                # watcher and the database are closed, and atexit handlers still run.
+                # #32 item 8: the process lingered ~1 s after its digest (see main).
                 import gc
 
                 gc.freeze()

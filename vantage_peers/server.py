@@ -42,7 +42,9 @@ class VantageServer(MCPServer):
         sdk.announce_list_changed(self)
 
     async def list_tools(self):  # type: ignore[override]
-        return [_lean_listing(t) for t in await super().list_tools() if toolsets.is_enabled(self.vp_app, t.name)]
+        # From the app's tools (the ones this server was made with, in order), so that a tool of a
+        # set that is off is not prepared at all (calls.PipelineTool: schemas are filled on first use).
+        return [_lean_listing(t.listing()) for t in self.vp_app.tools if toolsets.is_enabled(self.vp_app, t.name)]
 
 
 def _resource_policy(settings: Settings) -> Any:
@@ -77,7 +79,9 @@ def domain_modules() -> list[str]:
     return sorted(names)
 
 
-def create_app(settings: Settings | None = None) -> App:
+def create_app(settings: Settings | None = None, *, serve: bool = True) -> App:
+    """The registry with every domain registered and, unless `serve` is false (`status` reads only
+    the registry: jobs, corpora), the MCP server composed on it."""
     settings = settings or Settings.from_env()
     db = open_database(settings)
     app = App(settings, db)
@@ -91,10 +95,12 @@ def create_app(settings: Settings | None = None) -> App:
     register_ui(app)
     toolsets.order_tools(app)  # list_toolsets / enable_toolset, then core, then the other sets
     app.enabled_toolsets = toolsets.initial_toolsets(app)
+    app.add_job("idempotency-keys", lambda: app.db.write(idempotency.expire), every_seconds=3600)
+    if not serve:
+        return app
     app.mcp = VantageServer(app, name="vantage-peers", version=__version__, instructions=INSTRUCTIONS,
                             tools=app.tools)
     sdk.wrap_read_resource(app.mcp, _resource_policy(settings))
-    app.add_job("idempotency-keys", lambda: app.db.write(idempotency.expire), every_seconds=3600)
     for hook in app.server_hooks:
         hook(app.mcp)
     return app

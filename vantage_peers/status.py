@@ -180,7 +180,7 @@ def run_status(settings: Settings | None = None, *, as_json: bool = False, out=N
     from .server import create_app
 
     out = out or sys.stdout
-    app = create_app(settings or Settings.from_env())
+    app = create_app(settings or Settings.from_env(), serve=False)  # no MCP server: nothing is served (#34)
     try:
         data = collect(app)
     finally:

@@ -20,9 +20,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
-from croniter.croniter import CroniterError
-
 from .errors import InvalidArgument
 
 EPOCH = datetime(1970, 1, 1)
@@ -39,6 +36,14 @@ NEAR_TRANSITION = timedelta(hours=3)  # larger than any UTC-offset change in the
 
 def _bad_cron(why: str) -> InvalidArgument:
     return InvalidArgument(f"cronExpression: {why}; use standard 5-field cron '{FIELDS}', e.g. {EXAMPLES}")
+
+
+def croniter(expression: str, start: datetime) -> Any:
+    """croniter, imported on first use: only the scheduler and the recurring tools read cron, and
+    the import (with dateutil) is off the start-up path of a stdio server (#34)."""
+    from croniter import croniter as make
+
+    return make(expression, start)
 
 
 def parse_cron(value: Any) -> str:
@@ -62,6 +67,8 @@ def parse_cron(value: Any) -> str:
                     raise _bad_cron(f"{FIELDS.split()[index]} field {field!r}: {word!r} is not allowed there "
                                     "(names: jan-dec for months, sun-sat for days of the week)")
     expression = " ".join(fields)
+    from croniter.croniter import CroniterError
+
     try:
         croniter(expression, EPOCH).get_next(datetime)
     except CroniterError as exc:

@@ -234,7 +234,7 @@ class App:
                                    open=open, shared=shared, idempotent=idempotent)
             reg = calls.Registered(tool_name, fn, rules, aliases)
             doc = inspect.cleandoc(description) if description else inspect.getdoc(fn) or ""
-            self.tools.append(calls.build_tool(self, reg, doc, annotations))
+            self.tools.append(calls.build_tool(self, reg, doc, annotations, sig))
             self.registered[tool_name] = reg
             from .toolsets import toolset_for_module
 

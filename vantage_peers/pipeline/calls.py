@@ -29,6 +29,7 @@ import pydantic
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import Tool as MCPTool
 from pydantic.fields import FieldInfo
 
 from ..core import limits, sdk
@@ -37,7 +38,7 @@ from ..core.rbac import Actor
 from ..db import BUSY_ERRORS
 from ..db.faults import storage_error
 from . import arguments as argcheck
-from . import idempotency, policy
+from . import idempotency, policy, prebuilt
 from .host import Host as App  # the App as the pipeline sees it (app.py builds on this module)
 from .toolsets import check_enabled
 
@@ -210,10 +211,44 @@ def _once(app: App, reg: Registered, kwargs: dict[str, Any], actor: Actor, key: 
     return app.db.write(run)
 
 
+_LISTED = ("parameters", "output_schema")
+_BUILT = ("fn_metadata", "context_kwarg", "resolved_params", "resolver_plans")
+
+
 class PipelineTool(Tool):
-    """The SDK's Tool with our stages before and after its validation and call."""
+    """The SDK's Tool with our stages before and after its validation and call.
+
+    Made without its schemas (build_tool): `parameters` and `output_schema` are filled when first
+    read (a listing), the argument model and the rest of the SDK's build before the first call."""
+
+    def __getattr__(self, name: str) -> Any:
+        shape = getattr(self.__dict__.get("fn"), "vp_shape", None)
+        if shape is not None and name in _LISTED:
+            self.__dict__.update(zip(_LISTED, shape.listing(), strict=True))
+            return self.__dict__[name]
+        if shape is not None and name in _BUILT:
+            self._complete()
+            return self.__dict__[name]
+        return super().__getattr__(name)  # type: ignore[misc]
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:  # type: ignore[override]
+        return self.__dict__["output_schema"] if "output_schema" in self.__dict__ else self.__getattr__("output_schema")
+
+    def _complete(self) -> None:
+        built = self.fn.vp_shape.build()
+        self.__dict__.update({field: getattr(built, field) for field in _BUILT},
+                             parameters=built.parameters, output_schema=built.fn_metadata.output_schema)
+
+    def listing(self) -> Any:
+        """This tool as tools/list shows it (what MCPServer.list_tools makes of each tool)."""
+        return MCPTool(name=self.name, title=self.title, description=self.description, input_schema=self.parameters,
+                       output_schema=self.output_schema, annotations=self.annotations, icons=self.icons,
+                       _meta=self.meta)
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        if "fn_metadata" not in self.__dict__:
+            self._complete()  # the first call: the argument model the SDK validates with
         app: App | None = getattr(self.fn, "vp_app", None)
         if app is not None:
             try:
@@ -281,30 +316,35 @@ async def _notify_tools_changed(context: Any) -> None:
         await context.notify_tools_changed()  # 2026-07-28 era: subscriptions/listen streams
 
 
-# Building a tool's argument model and JSON schema is the costly part of start-up; it depends only
-# on the function's code, so apps in one process (tests, doctor) build it once and copy it.
-_TEMPLATES: dict[tuple[str, str, str], Tool] = {}
-
-
-def build_tool(app: App, reg: Registered, doc: str, annotations: ToolAnnotations) -> Tool:
-    run = runner(app, reg)
-    sig = inspect.signature(reg.fn, eval_str=True)
-    if reg.policy.idempotent:  # the pipeline's own argument: the body never sees it
+def _signature(reg: Registered, sig: inspect.Signature | None) -> inspect.Signature:
+    """The signature the SDK sees: the body's, plus the pipeline's own `idempotencyKey` argument
+    (the body never sees it) on an idempotent tool."""
+    sig = sig or inspect.signature(reg.fn, eval_str=True)
+    if reg.policy.idempotent:
         extra = inspect.Parameter(idempotency.ARGUMENT, inspect.Parameter.KEYWORD_ONLY, default=None,
                                   annotation=str | None)
         params = list(sig.parameters.values())
         sig = sig.replace(parameters=[*params, extra] if not any(
             p.kind is inspect.Parameter.VAR_KEYWORD for p in params) else params)
-    run.__signature__ = sig  # type: ignore[attr-defined]
+    return sig
+
+
+# A tool's schemas and argument model depend only on its function's code: apps in one process
+# (tests, doctor) share one Shape per tool, which lists from prebuilt schemas and builds in full on
+# the first call (prebuilt.py).
+_SHAPES: dict[tuple[str, str, str], prebuilt.Shape] = {}
+
+
+def build_tool(app: App, reg: Registered, doc: str, annotations: ToolAnnotations,
+               sig: inspect.Signature | None = None) -> Tool:
+    run = runner(app, reg)
+    run.__signature__ = _signature(reg, sig)  # type: ignore[attr-defined]
     run.vp_app = app  # type: ignore[attr-defined]  # PipelineTool.run finds the app's toolsets and hooks
     key = (reg.fn.__module__, reg.fn.__qualname__, reg.name)
-    template = _TEMPLATES.get(key)
-    if template is None:
-        built = Tool.from_function(run, name=reg.name, description=doc, annotations=annotations)
-        # What tools/list sends: no generated titles, optional `anyOf [T, null]` as T (arguments.py).
-        built.parameters = argcheck.lean_schema(built.parameters)
-        if built.fn_metadata.output_schema is not None:
-            built.fn_metadata.output_schema = argcheck.lean_output_schema(built.fn_metadata.output_schema)
-        template = PipelineTool.model_construct(**{field: getattr(built, field) for field in Tool.model_fields})
-        _TEMPLATES[key] = template
-    return template.model_copy(update={"fn": run})
+    shape = _SHAPES.get(key)
+    if shape is None:
+        shape = _SHAPES[key] = prebuilt.Shape(reg.name, run, doc, annotations, run.__signature__)
+    run.vp_shape = shape  # type: ignore[attr-defined]
+    # Nothing is built here: `parameters` (listing) and `fn_metadata` (a call) are filled on first use.
+    return PipelineTool.model_construct(fn=run, name=reg.name, description=doc, annotations=annotations,
+                                        is_async=inspect.iscoroutinefunction(run))

@@ -1,0 +1,87 @@
+"""Start-up paths (#34): the stdio server imports nothing of HTTP or the scheduler beyond what the
+SDK itself imports and answers tools/list from the prebuilt schemas; `status` reads the registry
+without composing an MCP server."""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import subprocess
+import sys
+
+import pytest
+from support.paths import REPO
+
+# A server over stdio gets these lines, answers, and ends at end of input; the script then writes the
+# modules the process imported to the file named by sys.argv_out.
+REQUESTS = "".join(json.dumps(m) + "\n" for m in (
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+))
+OURS = """
+import json, sys
+from vantage_peers.cli import main
+sys.argv = sys.argv[:1]
+main([])
+from vantage_peers.pipeline import prebuilt
+json.dump({"modules": sorted(sys.modules), "prepared": prebuilt.COUNTS}, open(sys.argv_out, "w"))
+"""
+# The benchmark's one-tool floor server, then the same dump of its modules.
+FLOOR = runpy.run_path(str(REPO / "benchmarks" / "startup.py"))["MINIMAL"] + \
+    'json.dump({"modules": sorted(sys.modules)}, open(sys.argv_out, "w"))\n'
+# Packages only `serve` (HTTP, OAuth) and the scheduler (cron) use.
+HTTP_AND_SCHEDULER = ("uvicorn", "starlette", "sse_starlette", "cryptography", "croniter", "dateutil", "jwt",
+                      "multipart", "python_multipart", "httpx", "httpx2", "h11")
+
+
+def _run(script: str, out, tmp_path) -> dict:
+    env = {**os.environ, "VP_DB_PATH": str(tmp_path / "vp.db"), "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none"}
+    code = f"import json, sys; sys.argv_out = {str(out)!r}\n" + script
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    try:
+        proc.stdin.write(REQUESTS)
+        proc.stdin.flush()
+        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]  # then end of input: it exits
+        proc.stdin.close()
+        assert proc.wait(timeout=300) == 0, proc.stderr.read()[-2000:]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert [r.get("id") for r in replies] == [1, 2], replies
+    return {**json.loads(out.read_text()), "tools": len(replies[1]["result"]["tools"])}
+
+
+@pytest.mark.slow
+def test_stdio_start_imports_no_http_or_scheduler_module_beyond_the_sdk(tmp_path):
+    ours = _run(OURS, tmp_path / "ours.json", tmp_path)
+    floor = _run(FLOOR, tmp_path / "floor.json", tmp_path)
+    extra = set(ours["modules"]) - set(floor["modules"])
+    offending = sorted(m for m in extra if m.split(".")[0] in HTTP_AND_SCHEDULER)
+    assert not offending, f"imported on the stdio path (keep them lazy, where HTTP or the scheduler use them): {offending}"
+    assert not any(m.startswith(("vantage_peers.http", "vantage_peers.dashboard")) for m in ours["modules"])
+    # every listed tool came from the prebuilt schemas, none was built at start
+    assert ours["prepared"] == {"listed": ours["tools"], "built": 0}
+    assert ours["tools"] > 100
+    assert (REPO / "vantage_peers" / "pipeline" / "tool_schemas.json").exists()
+
+
+def test_status_reads_the_registry_a_server_has_without_composing_one(tmp_path):
+    from conftest import make_settings
+
+    from vantage_peers.server import create_app
+
+    served = create_app(make_settings(tmp_path / "served.db"))
+    bare = create_app(make_settings(tmp_path / "bare.db"), serve=False)
+    try:
+        assert served.mcp is not None and bare.mcp is None
+        assert [name for name, _ in bare.jobs] == [name for name, _ in served.jobs]
+        assert "idempotency-keys" in bare.job_schedules
+        assert bare.job_schedules == served.job_schedules
+        assert [c.name for c in bare.corpora] == [c.name for c in served.corpora]
+    finally:
+        served.db.close()
+        bare.db.close()
