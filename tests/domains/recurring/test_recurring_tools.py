@@ -67,9 +67,10 @@ def test_insert_n_then_list_n_with_cursor_paging_and_filters(tools):
 def test_update_pause_resume_delete(tools, app):
     template_id = create(tools)
     before = tools.call("get_recurring_task", recurringTaskId=template_id)
-    changed = tools.call("update_recurring_task", recurringTaskId=template_id, cronExpression="*/30 * * * *",
+    # Minutes 7 and 37 never meet the template's 09:00 (a */30 would, when the test runs between 08:30 and 09:00 UTC).
+    changed = tools.call("update_recurring_task", recurringTaskId=template_id, cronExpression="7,37 * * * *",
                          timezone="Europe/Paris", priority="high", callerOrchestrator="bob")
-    assert changed["cronExpression"] == "*/30 * * * *" and changed["timezone"] == "Europe/Paris"
+    assert changed["cronExpression"] == "7,37 * * * *" and changed["timezone"] == "Europe/Paris"
     assert changed["priority"] == "high" and changed["nextRunAt"] != before["nextRunAt"]
     assert changed["nextRunAt"] - now_ms() <= 30 * 60_000
     paused = tools.call("pause_recurring_task", recurringTaskId=template_id, callerOrchestrator="bob")
