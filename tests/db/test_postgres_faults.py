@@ -46,3 +46,37 @@ def test_an_unreachable_server_is_a_coded_error(tmp_path):
     assert info.value.code == "STORAGE_IO" and "VP_DATABASE_URL" in str(info.value)
     mapped = storage_error(psycopg.OperationalError("server closed the connection unexpectedly"))
     assert mapped is not None and mapped.code == "STORAGE_IO" and "PostgreSQL" in str(mapped)
+
+
+def test_a_unique_key_taken_by_a_concurrent_insert_runs_the_transaction_again(tmp_path):
+    """PostgreSQL may report a concurrent insert of the same key as unique_violation rather than a
+    serialization failure: the write runs again (and then sees the row); a key that stays taken is still
+    the duplicate error after a bounded number of runs, never BUSY."""
+    from vantage_peers.db.postgres import UNIQUE_RETRIES
+
+    url = postgres.fresh_database()
+    db = PgDatabase(url, busy_timeout_ms=10_000)
+    try:
+        db.write(lambda c: c.execute("CREATE TABLE uniq (k TEXT PRIMARY KEY, n INTEGER)"))
+        db.write(lambda c: c.execute("INSERT INTO uniq (k, n) VALUES ('shared', 1)"))
+        runs = []
+
+        def register(c):  # as if it had read "absent" before the other process committed
+            runs.append(1)
+            if len(runs) == 1:
+                c.execute("INSERT INTO uniq (k, n) VALUES ('shared', 2)")
+            return c.query("SELECT n FROM uniq WHERE k = 'shared'")[0]["n"]
+
+        assert db.write(register) == 1 and len(runs) == 2
+        runs.clear()
+
+        def duplicate(c):
+            runs.append(1)
+            c.execute("INSERT INTO uniq (k, n) VALUES ('shared', 3)")
+
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            db.write(duplicate)
+        assert len(runs) == UNIQUE_RETRIES + 1
+    finally:
+        db.close()
+        postgres.drop_database(url)

@@ -67,11 +67,20 @@ class Reconnect(Exception):
     nothing of the transaction was kept, so it runs again on a fresh connection."""
 
 
+class ConcurrentInsert(Exception):
+    """A SERIALIZABLE write hit a unique key another transaction inserted meanwhile. PostgreSQL may
+    report that as unique_violation instead of a serialization failure (its docs advise retrying
+    23505 under SERIALIZABLE): the transaction runs again and now reads the other's row."""
+
+
+UNIQUE_RETRIES = 2  # a key that is still taken after this many fresh runs is a real duplicate
+
+
 def retryable() -> tuple[type[BaseException], ...]:
     """Conflicts that mean "the same transaction again may succeed": serialization, deadlock, lock wait,
-    a lost connection (before COMMIT), no free connection in the pool."""
+    a lost connection (before COMMIT), no free connection in the pool, a concurrent insert."""
     return (pg_errors.SerializationFailure, pg_errors.DeadlockDetected, pg_errors.LockNotAvailable,
-            psycopg_pool.PoolTimeout, Reconnect)
+            psycopg_pool.PoolTimeout, Reconnect, ConcurrentInsert)
 
 
 def _schema_names() -> dict[str, str]:
@@ -269,6 +278,8 @@ class PgDatabase:
                 raise RuntimeError("write() inside read(): start the outer transaction with write()")
             return fn(current)
         with busy.call_scope(self.busy_timeout_ms, self.search_budget_ms) as scope:
+            unique_hits = [0]
+
             def attempt() -> T:
                 with self._borrowed() as conn:
                     raw = conn.raw
@@ -287,6 +298,14 @@ class PgDatabase:
                         conn.in_tx = None
                         if raw.broken and not committing:
                             raise Reconnect(str(exc)) from exc
+                        raise
+                    except pg_errors.UniqueViolation as exc:
+                        conn.in_tx = None
+                        with contextlib.suppress(Exception):
+                            raw.execute("ROLLBACK")
+                        if kind == "write" and unique_hits[0] < UNIQUE_RETRIES:
+                            unique_hits[0] += 1
+                            raise ConcurrentInsert(str(exc)) from exc
                         raise
                     except BaseException:
                         conn.in_tx = None
