@@ -19,7 +19,6 @@ from typing import Any, Literal
 from mcp.server.auth.provider import AccessToken
 from pydantic import ConfigDict
 
-
 # Whose messages and tasks a token reads (docs/policy.md, "Who reads what"): `own` = those its
 # identities are parties to (the default); `team` = every one (the issue's `read: team/*`).
 RecordReadScope = Literal["own", "team"]
