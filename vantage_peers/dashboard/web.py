@@ -146,8 +146,7 @@ def _session(cfg: Config, request: Request) -> tuple[Session, Scope, str | None]
     visit. A client's session ends as soon as the client is revoked."""
     found = cfg.signer.read(request.cookies.get(COOKIE))
     if found is not None:
-        scope = login.session_scope(cfg.db, found.via, found.name) if cfg.login_required \
-            else login.session_scope(cfg.db, "loopback", found.name)
+        scope = login.session_scope(cfg.db, found.via if cfg.login_required else "loopback", found.name)
         if scope is not None:
             return found, scope, None
     if not cfg.login_required:
