@@ -98,7 +98,8 @@ def sql_filter(prefixes: tuple[str, ...], column: str) -> tuple[str, list[Any]]:
 class Principal(AccessToken):
     """An authenticated caller: the master bearer, an OAuth access token, or a Clerk user bearer."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # defer_build: an HTTP caller only; the stdio server never builds its validator (#34)
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
     kind: str  # "master" | "oauth" | "clerk"
     profile: ScopeProfile
     family: str | None = None  # OAuth grant the token belongs to (revocation revokes the family)
