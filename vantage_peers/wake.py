@@ -164,25 +164,12 @@ def wait_for_new(db: Database, *, who: str, instance: str | None, kinds: tuple[s
     with db.watcher(interval=interval) as watcher:  # listening before the baseline is read
         due = _refresh(db, kinds)
         current = inbox.pending(db, who=who, instance=instance, kinds=kinds)
-        reported = load_state(state, what="the state file") if state is not None else None
-        seen = reported if reported is not None else {i["key"] for i in current}
-        saved = seen
-        prefixes = tuple(inbox.PREFIX[k] for k in kinds)  # keys of kinds not watched now are kept as they are
+        tracker = Tracker(kinds, state, current, report)
         armed = False
         while True:
-            keys = {i["key"] for i in current}
-            # Forget what is no longer pending: it may come back as new (unblocked, redelivered).
-            seen = {k for k in seen if k in keys or not k.startswith(prefixes)}
-            new = [i for i in current if i["key"] not in seen]
+            new = tracker.step(current)
             if new:
-                if report is not None:
-                    report(new)
-                if state is not None:
-                    _save_or_warn(state, seen | {i["key"] for i in new})
                 return new
-            if state is not None and seen != saved:
-                _save_or_warn(state, seen)
-                saved = seen
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return None
@@ -196,6 +183,36 @@ def wait_for_new(db: Database, *, who: str, instance: str | None, kinds: tuple[s
                 return None
             due = _refresh(db, kinds)
             current = inbox.pending(db, who=who, instance=instance, kinds=kinds)
+
+
+class Tracker:
+    """What a waiter reported: pending keys its state file has not recorded are new (also used by
+    `wait --url`, http/push_client.py, on the items the push stream sends)."""
+
+    def __init__(self, kinds: tuple[str, ...], state: Path | None, current: list[dict[str, Any]],
+                 report: Callable[[list[dict[str, Any]]], None] | None) -> None:
+        self.state, self.report = state, report
+        reported = load_state(state, what="the state file") if state is not None else None
+        self.seen = reported if reported is not None else {i["key"] for i in current}
+        self.saved = self.seen
+        self.prefixes = tuple(inbox.PREFIX[k] for k in kinds)  # keys of kinds not watched now are kept as they are
+
+    def step(self, current: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The new items of `current` (reported, then recorded), or [] (the state file forgets the rest)."""
+        keys = {i["key"] for i in current}
+        # Forget what is no longer pending: it may come back as new (unblocked, redelivered).
+        self.seen = {k for k in self.seen if k in keys or not k.startswith(self.prefixes)}
+        new = [i for i in current if i["key"] not in self.seen]
+        if new:
+            if self.report is not None:
+                self.report(new)
+            if self.state is not None:
+                _save_or_warn(self.state, self.seen | {i["key"] for i in new})
+            return new
+        if self.state is not None and self.seen != self.saved:
+            _save_or_warn(self.state, self.seen)
+            self.saved = self.seen
+        return []
 
 
 def _refresh(db: Database, kinds: tuple[str, ...]) -> float | None:
