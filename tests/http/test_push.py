@@ -95,6 +95,29 @@ def test_last_event_id_resumes_on_what_changed_meanwhile(world):
         quiet.close()
 
 
+def test_subscriptions_listen_over_http_never_carries_another_identitys_updates(world):
+    """2026-07-28: `subscriptions/listen` is a POST whose response is the stream. bob asks for
+    alice's inbox too: it must not be acknowledged, nor delivered when alice's own listener is told."""
+    server, tokens = world
+    alice = Stream(server.url, tokens["alice"], listen=["vp://inbox/alice"])
+    bob = Stream(server.url, tokens["bob"], listen=[INBOX, "vp://inbox/alice"])
+    try:
+        acks = {}
+        for who, stream in (("alice", alice), ("bob", bob)):
+            ack = stream.wait_for(lambda s=stream: next((m for _, _, m in s.events if m and "acknowledged" in
+                                                         m["method"]), None))
+            acks[who] = ack["params"]["notifications"]["resourceSubscriptions"]
+        assert acks == {"alice": ["vp://inbox/alice"], "bob": [INBOX]}
+        call(server.url, tokens["bob"], "send_message", channel="alice", content="to alice", **{"from": "bob"})
+        alice.wait_for(lambda: "vp://inbox/alice" in alice.uris())
+        call(server.url, tokens["alice"], "send_message", channel="bob", content="to bob", **{"from": "alice"})
+        bob.wait_for(lambda: INBOX in bob.uris())
+        assert bob.uris() == [INBOX], bob.events
+    finally:
+        alice.close()
+        bob.close()
+
+
 def _wait(server, token: str, tmp_path, *extra: str, timeout: float = 90) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k not in ("VP_ORCHESTRATOR", "VP_DB_PATH", "VP_DATABASE_URL")}
     env |= {"VP_BEARER_TOKEN": token, "VP_STATE_DIR": str(tmp_path / "state")}

@@ -51,7 +51,9 @@ def read_resource(url: str, token: str, uri: str) -> dict[str, Any]:
 class Stream:
     """One push stream on a thread: every event as (monotonic time, id, message or None)."""
 
-    def __init__(self, url: str, token: str, *, last_event_id: str | None = None, **params: str) -> None:
+    def __init__(self, url: str, token: str, *, last_event_id: str | None = None, listen: list[str] | None = None,
+                 **params: str) -> None:
+        """GET /mcp (the push stream), or with `listen` a 2026-07-28 `subscriptions/listen` POST for those URIs."""
         self.events: list[tuple[float, str | None, dict[str, Any] | None]] = []
         self.status: int | None = None
         self.ended = threading.Event()
@@ -61,7 +63,16 @@ class Stream:
         headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream"}
         if last_event_id is not None:
             headers["Last-Event-ID"] = last_event_id
-        self._conn.request("GET", f"{split.path}?{urlencode(params)}", headers=headers)
+        body = None
+        if listen is not None:
+            meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "push_helpers", "version": "1"}}
+            body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+                               "params": {"notifications": {"resourceSubscriptions": listen}, "_meta": meta}})
+            headers |= {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+                        "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"}
+        self._conn.request("GET" if body is None else "POST", f"{split.path}?{urlencode(params)}", body=body,
+                           headers=headers)
         self._sock = self._conn.sock  # the response may take it over (a closing response)
         response = self._conn.getresponse()
         self.status = response.status
