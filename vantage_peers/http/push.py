@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 PING_SECONDS = 15.0  # an SSE comment this often: proxies keep the stream, clients notice a dead one
 LOOK_SECONDS = 0.25  # how soon a new stream gets its first look (a commit wakes the hub at once)
 RETRY_SECONDS = 1.0  # after the database went away (PostgreSQL restarted), open the watcher again
+RECONNECT_MS = 1000  # the SSE `retry:` a client waits before reconnecting
 TEXT_CHARS = 200  # item texts in pending events (the digest shows 100)
 UPDATED = "notifications/resources/updated"
 PENDING = "notifications/vantage-peers/pending"
@@ -102,7 +103,9 @@ class Listener:
 
 
 def _frame(ident: str, message: dict[str, Any] | None) -> bytes:
-    data = "" if message is None else json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    if message is None:  # the priming event also tells SSE clients to reconnect after a second
+        return f"id: {ident}\nretry: {RECONNECT_MS}\ndata: \n\n".encode()
+    data = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
     return f"id: {ident}\ndata: {data}\n\n".encode()
 
 
