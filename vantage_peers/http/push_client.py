@@ -130,3 +130,52 @@ def wait_remote(urls: list[str], token: str | None, *, who: str | None, instance
 
     found = RemoteWaiter(urls, token, params=params).run(deadline, on_items)
     return box["new"] if found else None
+
+
+def run_remote_wait(url: str, token: str | None, kinds_text: str, timeout: float | None, as_json: bool,
+                state: str | None, since_now: bool, ready: Any) -> int:
+    """`wait --url`: the same kinds, exit codes, digest and state file, through the push stream."""
+    import signal
+    import threading
+
+    from ..pipeline.settings import Settings
+    from ..wake import (
+        EXIT_TIMEOUT,
+        _armed,
+        _print_digest,
+        _terminate,
+        check_state_file,
+        default_state_path,
+        load_state,
+        parse_kinds,
+        parse_timeout,
+    )
+
+    kinds = parse_kinds(kinds_text)
+    timeout = parse_timeout(timeout)
+    if since_now and state:
+        raise InvalidArgument("--since-now and --state exclude each other: --since-now keeps no state")
+    settings = Settings.from_env()
+    urls = [u.strip() for u in url.split(",") if u.strip()]  # several replicas: the next one on a drop
+    state_path = check_state_file(Path(state).expanduser(), what="--state") if state else None
+    if state_path is not None:
+        load_state(state_path, what="--state")
+
+    def state_for(who: str, instance: str | None) -> Path | None:
+        if state_path is not None or since_now:
+            return state_path
+        return default_state_path(settings, who, instance, target="url:" + stream_url(urls[0]))
+
+    def armed(who: str) -> None:
+        _armed(who, settings.instance_id, kinds, ready)()
+
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _terminate) if main else None
+    try:
+        new = wait_remote(urls, token, who=settings.orchestrator, instance=settings.instance_id, kinds=kinds,
+                          timeout=timeout, state_for=state_for, on_armed=armed,
+                          report=lambda items, who: _print_digest(items, who, settings.instance_id, as_json))
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, before)
+    return EXIT_TIMEOUT if new is None else 0
