@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     wait = command(sub, "wait", "block until a message or task is new for VP_ORCHESTRATOR, print a digest; "
                    "exit 3 on timeout, 2 on a bad argument (docs/delivery.md)",
                    example="vantage-peers wait --timeout 1800",
-                   settings="VP_ORCHESTRATOR, VP_INSTANCE_ID, VP_STATE_DIR")
+                   settings="VP_ORCHESTRATOR, VP_INSTANCE_ID, VP_STATE_DIR, VP_WAIT_URL, VP_BEARER_TOKEN")
     wait.add_argument("--for", dest="kinds", default="messages,tasks",
                       help="a comma list of what to wait for: messages, tasks (assigned to you), work (tasks "
                            "you may claim: new, unblocked or lapsed) (default: messages,tasks)")
@@ -134,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "folder, so what is already pending counts and nothing is reported twice")
     since.add_argument("--since-now", action="store_true",
                        help="no state: only what becomes pending after the start is new (the old behaviour)")
+    wait.add_argument("--url", default=None, help="wait through a `vantage-peers serve` push stream (no database "
+                                                  "here); a comma list of replicas is tried in turn (env VP_WAIT_URL)")
+    wait.add_argument("--token", default=None, help="the bearer token for --url (env VP_BEARER_TOKEN)")
     wait.add_argument("--ready-fd", type=int, default=None, metavar="N",
                       help="write 'ready\\n' to file descriptor N once armed (also said on stderr), then close it")
     from .http.token_cli import add_parser as add_token_parser
@@ -250,7 +253,7 @@ def _main(argv: list[str] | None) -> int:
 
             try:
                 return run_wait(kinds_text=args.kinds, timeout=args.timeout, as_json=args.json, state=args.state,
-                                since_now=args.since_now, ready_fd=args.ready_fd)
+                                since_now=args.since_now, ready_fd=args.ready_fd, url=args.url, token=args.token)
             finally:
                 # #32 item 8: the process lingered ~1 s after its digest (see main).
                 import gc
