@@ -226,7 +226,7 @@ def test_model_change_is_detected_and_reindex_re_embeds(eapp, etools, server, db
             assert ("FAIL", "embedding model") in [(s, label) for s, label, _ in checks]
             err = io.StringIO()
             assert maintenance.reindex(changed.settings, changed.db, err=err) == 0
-            assert "8/8 100%" in err.getvalue() and "[" in err.getvalue()
+            assert "8/8" in err.getvalue() and "100%" in err.getvalue() and "docs/s" in err.getvalue()
             assert changed.db.read(vectors.recorded).model == "fake-embed-2"
             assert changed.db.read(vectors.count) == 8
             assert tools.call("recall", query="reindex me")["mode"] == "hybrid"
@@ -301,7 +301,8 @@ def test_cli_reindex_shows_progress(eapp, etools, server, db_path, tmp_path, mon
         monkeypatch.setenv(key, value)
     assert main(["reindex"]) == 0
     err = capsys.readouterr().err
-    assert "reindex fake-embed-1:" in err and "5/5 100%" in err and "0/5 0%" in err
+    # items, rate and ETA (tqdm's bar): from 0/5 to 5/5
+    assert "reindex fake-embed-1:" in err and "0/5" in err and "5/5" in err and "100%" in err and "docs/s" in err
     assert eapp.db.read(vectors.count) == 5
 
 
