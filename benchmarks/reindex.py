@@ -11,7 +11,8 @@ as its own process (what a person runs):
   abstracts — the Cranfield and CISI abstracts of ../shared/ir (title + text, median ≈150 words,
               ≈200–256 word pieces: the SciFact-like long case that made reindex slow)
 Reported per case: documents/s (wall), peak RSS of the reindex process and of any model host it
-started (polled every 50 ms), and the load average before and after. Not a test: nothing asserts
+started (polled every 50 ms), the CPU time of the reindex process per document (user + system,
+which load distorts far less than wall time; a model host's CPU is not included), and the load average before and after. Not a test: nothing asserts
 on time; compare runs made in one sitting, alternating.
 """
 
@@ -21,6 +22,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -99,6 +101,7 @@ def reindex(path: Path, host_dir: str) -> dict[str, float]:
            "VP_EMBEDDINGS": "local"}
     peak = {"reindex": 0, "host": 0}
     load_before = os.getloadavg()[0]
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "vantage_peers.cli", "reindex"], env=env, cwd=str(ROOT),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -116,6 +119,8 @@ def reindex(path: Path, host_dir: str) -> dict[str, float]:
     watcher.start()
     _, err = proc.communicate()
     took = time.perf_counter() - start
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime
     done.set()
     watcher.join()
     for pid in _hosts(host_dir):
@@ -124,7 +129,7 @@ def reindex(path: Path, host_dir: str) -> dict[str, float]:
                 os.kill(pid, 15)  # the host this run started (found by its own folder), nothing else
     if proc.returncode:
         sys.stderr.write(err.decode(errors="replace")[-2000:])
-    return {"seconds": took, "rss_mb": peak["reindex"] / 1024, "host_mb": peak["host"] / 1024,
+    return {"seconds": took, "cpu_s": cpu_s, "rss_mb": peak["reindex"] / 1024, "host_mb": peak["host"] / 1024,
             "load_before": load_before, "load_after": os.getloadavg()[0], "exit": proc.returncode}
 
 
@@ -134,6 +139,7 @@ def case(label: str, texts: list[str], workdir: Path) -> None:
     r = reindex(path, str(workdir / f"host-{label}"))
     host = f", model host {r['host_mb']:.0f} MB" if r["host_mb"] else ""
     print(f"  {label:<10} {len(texts):>6} docs in {r['seconds']:6.1f} s = {len(texts) / r['seconds']:7.1f} docs/s   "
+          f"CPU {1000 * r['cpu_s'] / len(texts):5.1f} ms/doc ({len(texts) / r['cpu_s']:6.1f} docs per CPU-s)   "
           f"peak RSS {r['rss_mb']:.0f} MB{host}   load {r['load_before']:.1f} -> {r['load_after']:.1f}"
           f"   (exit {r['exit']})", flush=True)
 

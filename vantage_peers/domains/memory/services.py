@@ -46,7 +46,9 @@ class MemoryServices:
                 return "the sqlite-vec extension is not available"
             if not vectors.table_exists(conn, table):
                 return f"no {table.label} has been embedded yet"
-            return vectors.mismatch(conn, embedder.model, embedder.dimensions)
+            # the table's own record decides: a query vector meets only vectors of its own model
+            return (vectors.mismatch(conn, embedder.model, embedder.dimensions)
+                    or vectors.table_mismatch(conn, table, embedder.model, embedder.dimensions))
 
         problem = db.read(state)
         if problem:
@@ -67,7 +69,7 @@ class MemoryServices:
         bad = vectors.unusable(vector)
         if bad:  # e.g. an all-zero vector for `(((`: cosine is undefined, answer from BM25 and say why
             return None, f"{bad} for this query (cosine similarity is undefined); keyword results only"
-        recorded = db.read(vectors.recorded)
+        recorded = db.read(lambda c: vectors.table_model(c, table) or vectors.recorded(c))
         if recorded is not None and len(vector) != recorded.dimensions:
             return None, (f"the endpoint returns {len(vector)}-dimensional vectors but the file holds "
                           f"{recorded.dimensions}; run `vantage-peers reindex`")
