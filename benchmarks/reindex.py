@@ -4,9 +4,10 @@
     uv run python benchmarks/reindex.py --short 1000 --abstracts 500
     VP_MODEL_HOST=shared uv run python benchmarks/reindex.py  # as a server configured for the shared host
 
-Two cases, each a fresh SQLite file loaded through the store layer, then `vantage-peers reindex` run
+Three cases, each a fresh SQLite file loaded through the store layer, then `vantage-peers reindex` run
 as its own process (what a person runs):
-  short     — one-line memories: the LoCoMo turns of ../shared/ir/locomo-dev as recall stores them
+  oneline   — "<name>: <12 words> #i", the short memory of benchmarks/footprint.py (≈18 word pieces)
+  short     — conversational memories: the LoCoMo turns of ../shared/ir/locomo-dev as recall stores them
               ("(<date>) <speaker>: <text>", ≈35 word pieces)
   abstracts — the Cranfield and CISI abstracts of ../shared/ir (title + text, median ≈150 words,
               ≈200–256 word pieces: the SciFact-like long case that made reindex slow)
@@ -32,10 +33,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 from vantage_peers.db import Database, migrate  # noqa: E402
 from vantage_peers.domains.memory import store  # noqa: E402
 
-IR = ROOT.parent / "shared" / "ir"
+IR = Path(os.environ.get("VP_IR_DIR") or ROOT.parent / "shared" / "ir")  # the collections (../shared/ir)
 
 
 def abstracts(limit: int) -> list[str]:
@@ -60,6 +62,16 @@ def turns(limit: int) -> list[str]:
                 when = conv.get(f"{key}_date_time", "")
                 out.extend(f"({when}) {t['speaker']}: {t['text']}" for t in value)
     return out[:limit]
+
+
+def onelines(count: int) -> list[str]:
+    import random
+
+    from footprint import WORDS
+
+    rng = random.Random(7)
+    return [f"{rng.choice(['Ana', 'Bo', 'Chen'])}: " + " ".join(rng.choice(WORDS) for _ in range(12)) + f" #{i}"
+            for i in range(count)]
 
 
 def load(path: Path, texts: list[str]) -> None:
@@ -146,12 +158,15 @@ def case(label: str, texts: list[str], workdir: Path) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--oneline", type=int, default=3000, help="one-line memories (0 = skip)")
     parser.add_argument("--short", type=int, default=2760, help="short memories (at most 2,760; 0 = skip)")
     parser.add_argument("--abstracts", type=int, default=2860, help="abstracts (at most 2,860; 0 = skip)")
     args = parser.parse_args()
     print(f"== reindex, bundled local model, {os.cpu_count()} cores, VP_MODEL_HOST={os.environ.get('VP_MODEL_HOST', 'default')} ==")
     with tempfile.TemporaryDirectory(prefix="vp-reindex-") as tmp:
         workdir = Path(tmp)
+        if args.oneline:
+            case("oneline", onelines(args.oneline), workdir)
         if args.short:
             case("short", turns(args.short), workdir)
         if args.abstracts:
