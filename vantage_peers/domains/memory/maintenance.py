@@ -54,7 +54,7 @@ def doctor_checks(settings: Any, db: Database, corpora: Sequence[Corpus] | None 
     if embedder is not None and settings.embeddings == "local":
         from ...embedding.local import local_embedder
 
-        files = local_embedder().files()
+        files = embedder.files() if hasattr(embedder, "files") else local_embedder().files()
         missing = [path for path, present in files if not present]
         out.append(("FAIL" if missing else "ok", "model files",
                     f"missing: {', '.join(missing)}" if missing else ", ".join(path for path, _ in files)))
@@ -79,9 +79,13 @@ def reindex_embedder(settings: Any) -> Any:
     through the shared host it would queue one batch at a time behind every server's queries, #34),
     else the configured provider."""
     if settings.embeddings == "local":
+        from pathlib import Path
+
         from ...embedding.local import LocalEmbedder
 
-        return LocalEmbedder(idle_unload_s=None, threads=max(1, min(4, os.cpu_count() or 1)))
+        folder = getattr(settings, "embed_model", None)
+        return LocalEmbedder(idle_unload_s=None, threads=max(1, min(4, os.cpu_count() or 1)),
+                             folder=Path(folder) if folder else None)
     return embedder_for(settings)
 
 
