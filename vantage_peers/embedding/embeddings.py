@@ -199,10 +199,13 @@ def folder_embedder(folder: str, *, threads: int | None = None) -> Any:
     """One in-process embedder per model folder (`VP_EMBED_MODEL=/path`) and thread count."""
     from pathlib import Path
 
+    from .catalogue import CATALOGUE
     from .local import LocalEmbedder
 
     key = ("folder", folder, threads)
     with _cache_lock:
         if key not in _cache:
-            _cache[key] = LocalEmbedder(folder=Path(folder), threads=threads)
+            entry = CATALOGUE.get(folder)  # a catalogue name, else a folder path
+            _cache[key] = (LocalEmbedder(entry=entry, threads=threads) if entry is not None
+                           else LocalEmbedder(folder=Path(folder), threads=threads))
         return _cache[key]

