@@ -4,6 +4,7 @@ nothing of another model is written into it or compared with it, and files made 
 
 from __future__ import annotations
 
+import pytest
 from conftest import open_tools
 from support.memory_helpers import embedding_settings, run_embeddings
 
@@ -16,13 +17,15 @@ def _put(tools, content: str) -> str:
     return tools.call("store_memory", namespace="n", type="note", content=content, createdBy="a")["memoryId"]
 
 
-def test_a_query_and_a_write_never_mix_two_models_even_without_the_file_record(eapp, etools, server, db_path):
+@pytest.mark.backends
+def test_a_query_and_a_write_never_mix_two_models_even_without_the_file_record(eapp, etools, server, db_path,
+                                                                               database_url):
     _put(etools, "the deploy key rotates monthly")
     run_embeddings(eapp)
     assert eapp.db.read(lambda c: vectors.table_model(c, vectors.MEMORIES)) == vectors.Recorded("fake-embed-1", 256)
     # the file-wide record is gone (a tool that rewrote `meta`, a hand edit): the table's own record still holds
     eapp.db.write(lambda c: c.execute("DELETE FROM meta WHERE key LIKE 'embedding.%'"))
-    other = create_app(embedding_settings(db_path, server, embedding_model="fake-embed-2"))
+    other = create_app(embedding_settings(db_path, server, embedding_model="fake-embed-2", database_url=database_url))
     try:
         with open_tools(other) as tools:
             _put(tools, "a memory written after the switch")
