@@ -53,7 +53,7 @@ def register(app: App) -> None:
     app.add_job("memory-expiry", lambda: db.write(lambda c: store.purge_expired(c)))
 
     def run_search(query: Any, namespace: str | None, type_: Any, limit: int | None, include: bool | None,
-                   fields: Any = "full", *, keyword_only: bool = False) -> dict[str, Any]:
+                   fields: Any = "full", *, keyword_only: bool = False, rerank: bool = False) -> dict[str, Any]:
         text = require_query(query)
         projection = check_fields(fields)
         scope = store.scope_of(namespace, visible=app.read_prefixes())
@@ -64,9 +64,11 @@ def register(app: App) -> None:
             return db.read(lambda c: search.text_search(
                 c, query=text, scope=scope, types=types, include_superseded=bool(include), limit=size, now=now, fields=projection))
         vector, reason = svc.query_vector(db, text)
+        scorer = svc.reranker() if rerank else None
         return db.read(lambda c: search.hybrid(
             c, query=text, vector=vector, reason=reason, scope=scope, types=types,
-            include_superseded=bool(include), limit=size, now=now, fields=projection))
+            include_superseded=bool(include), limit=size, now=now, fields=projection,
+            rerank=scorer, rerank_k=app.settings.rerank_top_k))
 
     @app.tool("write", identity="createdBy", idempotent=True)
     def store_memory(
@@ -140,7 +142,7 @@ def register(app: App) -> None:
         includeSuperseded: bool = False,
         fields: Fields = "full",
     ) -> dict[str, Any]:
-        return run_search(query, namespace, type, limit, includeSuperseded, fields)
+        return run_search(query, namespace, type, limit, includeSuperseded, fields, rerank=True)
 
     @app.tool("read", description=TEXT_SEARCH_TOOL_DESCRIPTION)
     def text_search(
