@@ -262,9 +262,11 @@ def stream_params(request: Request, principal: Any) -> tuple[str, str | None, tu
         return named, instance, kinds
     if readers is not None and len(readers) == 1:
         return readers[0], instance, kinds
+    # 405 is the transport's "no stream offered here": clients (the Inspector, Claude Code) that open the
+    # GET stream after initialize carry on over POST; a 400 makes some of them drop the session
     if readers:
-        raise Refused(400, f"INVALID_ARGUMENT: this token may act as {list(readers)}: pass ?orchestrator=")
-    raise Refused(400, "INVALID_ARGUMENT: pass ?orchestrator=<name>: this credential names no single identity")
+        raise Refused(405, f"INVALID_ARGUMENT: this token may act as {list(readers)}: pass ?orchestrator=")
+    raise Refused(405, "INVALID_ARGUMENT: pass ?orchestrator=<name>: this credential names no single identity")
 
 
 def wants_stream(scope: Scope) -> bool:
@@ -290,8 +292,10 @@ class PushEndpoint:
             who, instance, kinds = stream_params(request, principal)
         except Refused as exc:
             body = json.dumps({"error": exc.message}).encode()
-            await send({"type": "http.response.start", "status": exc.status,
-                        "headers": [(b"content-type", b"application/json")]})
+            headers = [(b"content-type", b"application/json")]
+            if exc.status == 405:
+                headers.append((b"allow", b"POST, DELETE"))
+            await send({"type": "http.response.start", "status": exc.status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
         listener = Listener(who, instance, kinds, asyncio.get_running_loop())
