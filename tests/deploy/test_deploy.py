@@ -1,6 +1,7 @@
 """The deploy a team can copy (#31, docs/deploy.md): deploy/compose.yaml, deploy/Caddyfile,
 deploy/vantage-peers.service and the Containerfile, checked against what `serve` really reads and
-runs; and the image built and started when asked (VP_CONTAINER_BUILD=1) with podman or docker.
+runs; and the image built and started whenever podman or docker works and the registries answer
+(VP_CONTAINER_BUILD=0 turns the build off).
 """
 
 from __future__ import annotations
@@ -166,8 +167,8 @@ def _offline() -> str | None:
 
 @pytest.mark.slow
 def test_the_container_image_builds_and_runs_the_cli_as_a_user():
-    if os.environ.get("VP_CONTAINER_BUILD") != "1":
-        pytest.skip("opt-in: VP_CONTAINER_BUILD=1 builds the image (pulls python:3.11-slim and every wheel)")
+    if os.environ.get("VP_CONTAINER_BUILD") == "0":
+        pytest.skip("VP_CONTAINER_BUILD=0: the image build is turned off")
     builder = _builder()
     if builder is None:
         pytest.skip("no working podman or docker (`info` failed or absent)")
