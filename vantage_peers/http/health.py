@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any
 
+import anyio
 import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -25,6 +26,9 @@ from ..pipeline.scheduler import Scheduler
 
 NO_STORE = {"Cache-Control": "no-store"}
 STUCK_TICK_SECONDS = 600  # one tick running longer than this: the thread is wedged in a job
+# A probe answers within this even when the database hangs (a stopped PostgreSQL can hold a connect
+# attempt, a locked SQLite file the busy timeout): the check thread is abandoned, not waited for.
+READY_TIMEOUT_SECONDS = 5.0
 
 
 class WatchedScheduler(Scheduler):
@@ -89,13 +93,17 @@ def readyz(app: Any) -> Any:
         checks: dict[str, Any] = {}
         failing: list[str] = []
         try:
-            db = await anyio.to_thread.run_sync(_database_checks, app)
+            with anyio.fail_after(READY_TIMEOUT_SECONDS):
+                db = await anyio.to_thread.run_sync(_database_checks, app, abandon_on_cancel=True)
             checks["database"] = "ok"
             if db["version"] < db["latest"]:
                 checks["migrations"] = f"pending: the schema is at {db['version']}, this release needs {db['latest']}"
                 failing.append("migrations")
             else:
                 checks["migrations"] = "ok"
+        except TimeoutError:
+            checks["database"] = f"unreachable: no answer within {READY_TIMEOUT_SECONDS:.0f} s"
+            failing.append("database")
         except Exception as exc:  # noqa: BLE001 - any failure to reach the database is "not ready"
             checks["database"] = f"unreachable: {type(exc).__name__}: {str(exc)[:300]}"
             failing.append("database")
