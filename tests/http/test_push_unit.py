@@ -48,9 +48,9 @@ def test_whose_stream_a_credential_opens():
     assert stream_params(_request("orchestrator=alice"), _token("alice", "bob"))[0] == "alice"
     assert stream_params(_request("orchestrator=bob"), None)[0] == "bob"  # --no-auth: like stdio
     for query, principal, status in (("orchestrator=bob", _token("carol"), 403),  # another identity
-                                     ("", _token("alice", "bob"), 400),  # which one?
-                                     ("", _token("x", master=True), 400),  # master names nobody
-                                     ("", None, 400),
+                                     ("", _token("alice", "bob"), 405),  # which one?
+                                     ("", _token("x", master=True), 405),  # master names nobody
+                                     ("", None, 405),
                                      ("pending=mail", _token("bob"), 400),
                                      ("orchestrator=", _token("bob"), 400)):
         with pytest.raises(Refused) as caught:
