@@ -41,11 +41,12 @@ def seed_calls() -> list[tuple[str, dict[str, Any]]]:
     for i in range(5):
         calls += [
             ("store_memory", {"namespace": "team/app", "type": "decision", "content": f"Deploy note {i}: {PARA}"}),
-            ("store_memory", {"namespace": "team/app", "type": "note", "content": f"Webhook {i}. {SHORT}",
-                              "episode": {"context": f"release {i} of the webhook sender", "goal": "no lost deliveries",
-                                          "action": SHORT, "outcome": "two deliveries lost, replayed by hand",
-                                          "insight": "never vacuum the queue table inside a long transaction"}}),
+            ("store_episode", {"namespace": "team/app", "context": f"release {i} of the webhook sender",
+                               "goal": "no lost deliveries", "action": SHORT, "severity": "high",
+                               "outcome": "two deliveries lost, replayed by hand",
+                               "insight": "never vacuum the queue table inside a long transaction: " + SHORT}),
             ("send_message", {"channel": "team", "content": f"Deploy {i} done. {SHORT}"}),
+            ("send_message", {"channel": "bench", "from": "peer", "content": f"Question {i} about the deploy. {SHORT}"}),
             ("create_task", {"title": f"Fix the deploy fallback {i}", "priority": "high", "assignedTo": "bench",
                              "description": PARA, "project": "app", "tags": ["deploy", "staging"]}),
             ("create_fix_pattern", {"symptom": f"workers write to the file while web reads PostgreSQL ({i})",

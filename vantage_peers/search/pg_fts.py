@@ -433,6 +433,19 @@ def _sql_ranked(conn: Connection, *, fts: str, table: str, query: str, scored: l
     return out
 
 
+def newest(conn: Connection, *, fts: str, match: str, limit: int) -> list[int]:
+    """The `seq`s of the newest `limit` rows of side table `fts` matching `match`, newest first
+    (search/bounded.py's probe: for a common word, a backward scan of the primary key stops early)."""
+    tree = parse(match)
+    labels = {name: LABELS[i] for i, name in enumerate(columns_of(conn, fts))}
+    query = tsquery(tree, lexemes(conn, [p.text for p in phrases(tree)]), labels)
+    if query is None:
+        return []
+    rows = budget.query(conn, f"SELECT seq FROM {fts} WHERE doc @@ ?::tsquery ORDER BY seq DESC LIMIT ?",
+                        [query, int(limit)])
+    return [int(r["seq"]) for r in rows]
+
+
 # ---- trigram (components): substring matches, BM25 over trigram counts
 
 def _occurrences(text: str, needle: str) -> int:
