@@ -44,16 +44,23 @@ NS = "bench/recall"
 
 
 def run(backend: str, args: argparse.Namespace, tmp: Path) -> dict[str, float]:
+    reuse = args.reuse and (backend == "postgres" or (tmp / f"{backend}.db").exists())
+    url = None
+    if backend == "postgres":
+        url = args.database_url if reuse else scratch_postgres(args.database_url, "bench_recall")
     settings = Settings.from_env({"VP_EMBEDDINGS": "none"}, dotenv=False).model_copy(update={
-        "db_path": tmp / f"{backend}.db", "scheduler": False,
-        "database_url": scratch_postgres(args.database_url, "bench_recall") if backend == "postgres" else None})
+        "db_path": tmp / f"{backend}.db", "scheduler": False, "database_url": url})
     db = open_database(settings)
     try:
         corpus, embedder = Corpus(seed=11), LocalEmbedder(dims=args.dims)
-        bulk_load(db, corpus, [NS], args.memories)
-        while indexer.embed_pending(db, embedder, owner="bench", budget_s=3600, batch=256)["embedded"]:
-            pass
-        if settings.database_url:
+        if reuse:  # the same corpus, loaded by an earlier run: draw its texts so the queries match
+            for _ in range(args.memories):
+                corpus.text(12, 40)
+        else:
+            bulk_load(db, corpus, [NS], args.memories)
+            while indexer.embed_pending(db, embedder, owner="bench", budget_s=3600, batch=256)["embedded"]:
+                pass
+        if settings.database_url and not reuse:
             vacuum_analyze(settings.database_url)  # what autovacuum does shortly after a bulk load
         queries = [corpus.text(2, 5) for _ in range(args.queries)]  # the corpus's words, Zipf-weighted
         scope, now = store.scope_of(NS), now_ms()
@@ -134,13 +141,16 @@ def main() -> None:
     parser.add_argument("--model", choices=["synthetic", "bundled"], default="synthetic")
     parser.add_argument("--backends", nargs="+", default=["sqlite", "postgres"], choices=["sqlite", "postgres"])
     parser.add_argument("--database-url", default=None, help="a scratch PostgreSQL database (emptied)")
+    parser.add_argument("--keep", type=Path, default=None, help="build the SQLite file in this folder (kept)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="measure the corpus an earlier run left (the --keep file, the --database-url database)")
     args = parser.parse_args()
     args.memories = 100_000 if args.big else args.memories
     args.dims = args.dims or (384 if args.model == "bundled" else 1536)
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for backend in args.backends:
-            results[backend] = run(backend, args, Path(tmp))
+            results[backend] = run(backend, args, args.keep or Path(tmp))
             load = " ".join(f"{x:.1f}" for x in os.getloadavg())
             print(f"{backend:<9} {args.memories} memories, {args.dims} dims, {args.model} query model, load {load}:\n  "
                   + "\n  ".join(f"{k:<20} {v:.3f}" if k.startswith("knn") else f"{k:<20} {v:.1f} ms"

@@ -49,16 +49,25 @@ def day(ms: Any) -> str | None:
 
 @dataclass(frozen=True)
 class Compact:
-    """One family's compact item: `keys` as they are, `snippet` from the first non-empty of `text`
-    (an item's own `snippet`, e.g. a search hit's matched words, comes first), and `date`."""
+    """One family's compact item: `keys` as they are; each of `text` kept whole when it is one short
+    line, else a `snippet` from the first long one (an item's own `snippet`, e.g. a search hit's matched
+    words, comes first); and `date`."""
 
     keys: tuple[str, ...]
     text: tuple[str, ...] = ()
+    short: tuple[str, ...] = ()  # texts kept only when one short line (no snippet from them)
     limit: int = SNIPPET_CHARS
 
     def item(self, doc: dict[str, Any]) -> dict[str, Any]:
         out = {key: doc[key] for key in self.keys if key in doc}
-        for name in ("snippet", *self.text):
+        long = []
+        for name in (*self.text, *self.short):  # a short one-line text is kept whole, under its name
+            value = doc.get(name)
+            if isinstance(value, str) and len(value) <= self.limit and "\n" not in value:
+                out[name] = value
+            elif value and name in self.text:
+                long.append(name)
+        for name in ("snippet", *long):
             if doc.get(name):
                 out["snippet"] = one_line(doc[name], self.limit)
                 break

@@ -17,7 +17,7 @@ from . import store
 ComponentType = Literal["agent", "skill", "hook", "plugin"]
 MAX_COMPONENT_BYTES = 4 * MAX_CONTENT_BYTES  # whole files, plugins included
 # Compact answers (core/compact.py): name, type, version and day; the content is get_component's.
-COMPONENT = Compact(keys=("_id", "name", "type", "version", "team"))
+COMPONENT = Compact(keys=("_id", "name", "type", "version", "team"), short=("content",))
 
 
 def _content(value: Any, digest: str | None) -> str:

@@ -21,7 +21,7 @@ from .vocabulary import MISSION_ALIASES, MISSION_STATUSES, PRIORITIES, resolve_s
 MAX_TEXT_BYTES = 200_000
 MAX_MISSION_TASKS = 500
 # Compact answers (core/compact.py): a mission is its id, name, status, priority, pilot and progress.
-MISSION = Compact(keys=("_id", "name", "status", "priority", "pilot", "progress"))
+MISSION = Compact(keys=("_id", "name", "status", "priority", "pilot", "progress"), short=("description",))
 Status = Annotated[str, WithJsonSchema({"type": "string", "enum": list(MISSION_STATUSES)})]
 StatusFilter = str | list[str] | None  # a status, a list, or an alias (the server instructions say which)
 Progress = Annotated[float, Field(ge=0, le=100)]

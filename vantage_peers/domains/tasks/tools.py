@@ -26,8 +26,8 @@ StatusFilter = str | list[str] | None  # a status, a list, or an alias (the serv
 Priority = Annotated[str, WithJsonSchema({"type": "string", "enum": list(PRIORITIES)})]
 TaskStatus = Annotated[str, WithJsonSchema({"type": "string", "enum": list(TASK_STATUSES)})]
 # Compact answers (core/compact.py): a task is its id, title, status, priority, assignee and day.
-TASK = Compact(keys=("_id", "title", "status", "priority", "assignedTo"))
-OVERDUE = Compact(keys=("_id", "title", "status", "priority", "assignedTo", "dueDate"))
+TASK = Compact(keys=("_id", "title", "status", "priority", "assignedTo", "claimable"), short=("description",))
+OVERDUE = Compact(keys=("_id", "title", "status", "priority", "assignedTo", "dueDate"), short=("description",))
 
 
 def _statuses(value: str | list[str] | None) -> tuple[str, ...] | None:
