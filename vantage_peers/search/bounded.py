@@ -32,9 +32,9 @@ def _sqlite_newest(conn: Any, *, fts: str, match: str, limit: int) -> list[int]:
 
 
 # Per backend: the probe, and the clause keeping rows at least as new as a seq (`?`) in the form each
-# can use (FTS5 seeks its doclists to a rowid bound on the full-text table; PostgreSQL reads `d.seq`).
+# can use (FTS5 seeks its doclists to a rowid bound; PostgreSQL scans the side table's key from it).
 _NEWEST: dict[str, Callable[..., list[int]]] = {"sqlite": _sqlite_newest, "postgres": pg_fts.newest}
-_WINDOW = {"sqlite": "{fts}.rowid >= ?", "postgres": "d.seq >= ?"}
+_WINDOW = {"sqlite": "{fts}.rowid >= ?", "postgres": "f.seq >= ?"}
 
 
 def newest(conn: Any, *, fts: str, match: str, limit: int) -> list[int]:
