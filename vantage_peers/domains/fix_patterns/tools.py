@@ -20,6 +20,7 @@ MAX_SYMPTOM_BYTES = 65_536
 MAX_NAME_BYTES = 500  # sourceProject, project, issueId, commit
 # Compact answers (core/compact.py): a pattern is its id, whether validated, the symptom on one line, its day.
 PATTERN = Compact(keys=("_id", "validated", "matchedBy"), text=("symptom",))
+PATTERN_HIT = Compact(keys=("_id", "validated", "matchedBy"))  # a hit's snippet is its symptom's matched words
 
 
 def _long(value: Any, field: str) -> str:
@@ -113,7 +114,7 @@ def register(app: App) -> None:
         vector, reason = svc.query_vector(db, words, table=VEC)
         projection = check_fields(fields)
         return shape(db.read(lambda c: search.search(c, query=words, vector=vector, reason=reason, project=scope,
-                                                     limit=size, fields=projection)), detail, PATTERN, fields=projection)
+                                                     limit=size, fields=projection)), detail, PATTERN_HIT, fields=projection)
 
     @app.tool("read")
     def list_fix_patterns(
