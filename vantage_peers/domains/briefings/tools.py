@@ -14,9 +14,7 @@ from ...search.doctrine import with_doctrine
 from . import store
 
 # Spec §27.14: the VP-Sources doctrine follows these two descriptions verbatim.
-LIST_BRIEFING_NOTES_TOOL_DESCRIPTION = with_doctrine("""List briefing notes newest first, by `topic` or `updatedSince` (`limit` 15 with full fields).
-
-`detail`: "compact" (default: id, title, topic, one-line snippet, day) or "full".""")
+LIST_BRIEFING_NOTES_TOOL_DESCRIPTION = with_doctrine("""List briefing notes newest first, by `topic` or `updatedSince` (`limit` 15 with full fields).""")
 # Compact answers (core/compact.py).
 NOTE = Compact(keys=("_id", "title", "topic"), text=("content",))
 

@@ -61,10 +61,7 @@ def register(app: App) -> None:
         fields: Fields = "full",
         detail: Detail = "compact",
     ) -> dict[str, Any]:
-        """List diary entries newest date first, of one orchestrator or all, within `from`/`to`.
-
-        `detail`: "compact" (default: id, orchestrator, date, one-line snippet) or "full".
-        """
+        """List diary entries newest date first, of one orchestrator or all, within `from`/`to`."""
         start = iso_date(from_, "from") if from_ is not None else None
         end = iso_date(to, "to") if to is not None else None
         if start is not None and end is not None and start > end:
@@ -84,10 +81,7 @@ def register(app: App) -> None:
         limit: int | None = None,
         detail: Detail = "compact",
     ) -> list[dict[str, Any]]:
-        """List diary entries from `from` to `to` inclusive, oldest first, as one array (`limit` 200, max 1000).
-
-        `detail` as list_diaries.
-        """
+        """List diary entries from `from` to `to` inclusive, oldest first, as one array (`limit` 200, max 1000)."""
         start, end = iso_date(from_, "from"), iso_date(to, "to")
         if start > end:
             raise InvalidArgument(f"from ({start}) must be on or before to ({end})")

@@ -86,10 +86,7 @@ def register(app: App) -> None:
         fields: Fields = "full",
         detail: Detail = "compact",
     ) -> dict[str, Any]:
-        """List episodes newest first, by `namespace` (or `prefix/*`) and author `orchestrator`.
-
-        `detail`: "compact" (default: id, severity, one-line insight, day) or "full".
-        """
+        """List episodes newest first, by `namespace` (or `prefix/*`) and author `orchestrator`."""
         scope = memories.scope_of(namespace, visible=app.read_prefixes())
         author = orchestrator or None
         return shape(db.read(lambda c: memories.list_memories(

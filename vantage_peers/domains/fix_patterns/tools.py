@@ -105,8 +105,7 @@ def register(app: App) -> None:
                             fields: Fields = "full", detail: Detail = "compact") -> dict[str, Any]:
         """Search fix patterns by meaning: call it BEFORE fixing any bug.
 
-        Pass the error or symptom; apply a `validated` item's `validatedFix` (`detail: "full"`, or
-        get_fix_pattern; the default compact items show id, symptom and day).
+        Pass the error or symptom; apply a `validated` item's `validatedFix` (`detail: "full"` or get_fix_pattern).
         """
         words = require_query(query)
         scope = _name(project, "project", required=False)
@@ -124,7 +123,7 @@ def register(app: App) -> None:
         fields: Fields = "full",
         detail: Detail = "compact",
     ) -> dict[str, Any]:
-        """List fix patterns newest first, optionally of one `project`, without attempts; `detail` as search_fix_patterns."""
+        """List fix patterns newest first, optionally of one `project`, without attempts."""
         scope = _name(project, "project", required=False)
         return shape(db.read(lambda c: store.list_patterns(c, project=scope, limit=limit, cursor=cursor, fields=fields)),
                      detail, PATTERN, fields=fields)

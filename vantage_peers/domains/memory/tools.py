@@ -27,9 +27,7 @@ from .services import services
 
 RECALL_TOOL_DESCRIPTION = with_doctrine("""Find the memories most relevant to a question (meaning and keywords).
 
-`namespace`: exact, `prefix/*`, or all; `mode` "keyword" means no embedding.
-`detail`: "compact" (default: id, type, why it matched, one-line snippet, day) or "full" (whole memories;
-or `get_memory`).""")
+`namespace`: exact, `prefix/*`, or all; `mode` "keyword" means no embedding.""")
 
 TEXT_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Search memories by keyword (BM25) for exact words, names and ids; all words, else any (`match`).""")
 
@@ -131,10 +129,7 @@ def register(app: App) -> None:
         fields: Fields = "full",
         detail: Detail = "compact",
     ) -> dict[str, Any]:
-        """List a namespace's memories (exact or `prefix/*`), newest first, archived ones with `includeSuperseded`.
-
-        `detail`: "compact" (default: id, type, one-line snippet, date) or "full" (whole documents).
-        """
+        """List a namespace's memories (exact or `prefix/*`), newest first, archived ones with `includeSuperseded`."""
         if namespace is None or namespace == "":
             raise InvalidArgument("namespace is required (exact, or 'prefix/*')")
         scope = store.scope_of(namespace, visible=app.read_prefixes())

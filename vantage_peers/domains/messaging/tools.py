@@ -125,10 +125,7 @@ def register(app: App) -> None:
         fields: Fields = "full",
         detail: Detail = "compact",
     ) -> dict[str, Any]:
-        """List messages newest first, by `from`, `channel` or `sessionDay`.
-
-        `detail`: "compact" (default: id, sender, channel, one-line snippet, day) or "full".
-        """
+        """List messages newest first, by `from`, `channel` or `sessionDay`."""
         return shape(db.read(
             lambda c: store.list_messages(
                 c, sender=from_, channel=channel, session_day=sessionDay, limit=limit, cursor=cursor, fields=fields,
@@ -154,7 +151,7 @@ def register(app: App) -> None:
         channel: str | None = None,
         detail: Detail = "compact",
     ) -> dict[str, Any]:
-        """Search message content by keyword (all words), best first, with a `snippet`; `detail` as list_messages."""
+        """Search message content by keyword (all words), best first, with a `snippet`."""
         size = clamp_limit(limit)
         query = require_query(query)
         readers = app.readers()

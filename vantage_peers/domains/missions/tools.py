@@ -123,10 +123,7 @@ def register(app: App) -> None:
         fields: Fields = "full",
         detail: Detail = "compact",
     ) -> dict[str, Any]:
-        """List missions, newest-updated first, by project, pilot or status.
-
-        `detail`: "compact" (default: id, name, status, priority, pilot, progress, day) or "full".
-        """
+        """List missions, newest-updated first, by project, pilot or status."""
         keep = resolve_status_filter(status, statuses=MISSION_STATUSES, aliases=MISSION_ALIASES)
         return shape(db.read(lambda c: store.list_missions(c, project=project, pilot=pilot, statuses=keep,
                                                            updated_since=updatedSince, limit=limit, cursor=cursor,
