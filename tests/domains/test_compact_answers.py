@@ -59,8 +59,8 @@ def test_five_items_fit_in_two_kilobytes_and_full_keeps_every_field(tools):
 def test_a_compact_hit_says_why_it_matched_and_get_memory_gives_it_whole(tools):
     seed(tools)
     hit = tools.call("recall", query="deploy", namespace="team/app", limit=1)["items"][0]
-    assert set(hit) == {"_id", "type", "matchedBy", "snippet", "date"}
-    assert hit["matchedBy"] == ["keyword"] and "[deploy]" in hit["snippet"].lower() and len(hit["snippet"]) <= 64
+    assert set(hit) == {"_id", "namespace", "type", "matchedBy", "snippet", "date"}
+    assert hit["matchedBy"] == ["keyword"] and "[deploy]" in hit["snippet"].lower() and len(hit["snippet"]) <= 48
     assert TEXT in tools.call("get_memory", memoryId=hit["_id"])["content"]
 
 

@@ -23,7 +23,7 @@ from .errors import InvalidArgument
 
 Detail = Literal["compact", "full"]
 DETAILS = ("compact", "full")
-SNIPPET_CHARS = 64  # one line of a terminal; the full text is one `detail: "full"` or get_* away
+SNIPPET_CHARS = 48  # one line of a terminal; the full text is one `detail: "full"` or get_* away
 
 
 def check_detail(detail: str | None) -> str:

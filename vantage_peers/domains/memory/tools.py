@@ -34,8 +34,8 @@ TEXT_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Search memories by keyword (BM25
 HYBRID_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Search memories by vector + BM25; arguments and result as recall.""")
 
 # Compact answers (core/compact.py): a hit is its id, type, why it matched, a one-line snippet and its day.
-HIT = Compact(keys=("_id", "type", "matchedBy"), text=("content",))
-MEMORY = Compact(keys=("_id", "type"), text=("content",))
+HIT = Compact(keys=("_id", "namespace", "type", "matchedBy"), text=("content",))
+MEMORY = Compact(keys=("_id", "namespace", "type"), text=("content",))
 
 
 def _episode(value: Episode | None) -> dict[str, Any] | None:
