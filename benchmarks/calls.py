@@ -4,7 +4,9 @@ Each tool is called N times through the SDK's in-memory client (the same path as
 pipe): the floor is a bare MCPServer with one `ping` tool; then send_message, check_messages (a
 20-message inbox), recall (keyword mode, 1,000 memories) and checkout_task (a fresh open task
 each call) on vantage-peers, named as an
-orchestrator so that the presence step runs too. Prints p50/p95 in ms and p50 / floor p50.
+orchestrator so that the presence step runs too. Prints p50/p95 in ms and p50 / floor p50, and the
+CPU time per call (process time over the timed calls, every thread: client, server and worker),
+which a loaded machine moves far less than wall time.
 
 Usage: uv run python benchmarks/calls.py [--calls 2000]
 Run it from another checkout (cd old && uv run python /path/to/benchmarks/calls.py) to compare.
@@ -19,14 +21,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+CPU: dict[str, float] = {}  # tool -> CPU ms per timed call (this process, every thread): steadier under load
+
 
 async def _timed(client: Any, tool: str, args: dict[str, Any], calls: int) -> list[float]:
     out = []
+    cpu = time.process_time()
     for _ in range(calls):
         start = time.perf_counter()
         result = await client.call_tool(tool, args)
         out.append((time.perf_counter() - start) * 1000)
         assert not result.is_error, result.content
+    CPU[tool] = CPU.get(tool, 0.0) + (time.process_time() - cpu) * 1000
     return out
 
 
@@ -44,6 +50,7 @@ def floor(calls: int) -> list[float]:
     async def run() -> list[float]:
         async with Client(server) as client:
             await _timed(client, "ping", {}, 50)
+            CPU.clear()
             return await _timed(client, "ping", {}, calls)
 
     return anyio.run(run)
@@ -73,6 +80,7 @@ def ours(calls: int) -> dict[str, list[float]]:
             out = {}
             for tool, args in cases.items():
                 await _timed(client, tool, args, 50)
+                CPU.pop(tool, None)
                 out[tool] = await _timed(client, tool, args, calls)
             # checkout_task claims one open task per call: a fresh task each time (created untimed)
             tasks = []
@@ -84,6 +92,8 @@ def ours(calls: int) -> dict[str, list[float]]:
                 tasks.append(data.get("taskId") or data.get("result") or made.content[0].text.strip('"'))
             times = []
             for i, task in enumerate(tasks):
+                if i == 50:
+                    CPU.pop("checkout_task", None)
                 took = await _timed(client, "checkout_task", {"taskId": task}, 1)
                 if i >= 50:
                     times += took
@@ -105,12 +115,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     calls = parser.parse_args().calls
     base = floor(calls)
-    base_p50 = statistics.median(base)
-    print(f"{'tool':<16} {'p50 ms':>8} {'p95 ms':>8} {'× floor':>8}")
-    print(f"{'SDK floor':<16} {base_p50:8.3f} {pct(base, 95):8.3f} {1.0:8.2f}")
+    base_p50, base_cpu = statistics.median(base), CPU["ping"] / calls
+    print(f"{'tool':<16} {'p50 ms':>8} {'p95 ms':>8} {'× floor':>8} {'CPU ms':>8} {'× floor':>8}")
+    print(f"{'SDK floor':<16} {base_p50:8.3f} {pct(base, 95):8.3f} {1.0:8.2f} {base_cpu:8.3f} {1.0:8.2f}")
     for tool, values in ours(calls).items():
-        p50 = statistics.median(values)
-        print(f"{tool:<16} {p50:8.3f} {pct(values, 95):8.3f} {p50 / base_p50:8.2f}")
+        p50, cpu = statistics.median(values), CPU[tool] / len(values)
+        print(f"{tool:<16} {p50:8.3f} {pct(values, 95):8.3f} {p50 / base_p50:8.2f} {cpu:8.3f} {cpu / base_cpu:8.2f}")
 
 
 if __name__ == "__main__":

@@ -65,6 +65,7 @@ SHOWN_SETTINGS: tuple[tuple[str, str, str | None], ...] = (
     ("embedding_model", "VP_EMBEDDING_MODEL", "embeddings"),
     ("embedding_dimensions", "VP_EMBEDDING_DIMENSIONS", "embeddings"),
     ("model_host", "VP_MODEL_HOST", "local"),  # #20: the local model shared by a user's processes
+    ("embed_model", "VP_EMBED_MODEL", "local"),  # #35: the bundled model or a model folder
     ("openai_api_key", "OPENAI_API_KEY / AI_GATEWAY_API_KEY", "embeddings"),
     ("openai_base_url", "OPENAI_BASE_URL / AI_GATEWAY_BASE_URL", "embeddings"),
     ("max_segment_minutes", "VP_MAX_SEGMENT_MINUTES", None),

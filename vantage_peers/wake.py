@@ -40,6 +40,7 @@ from .domains.tasks import queue as _work  # noqa: F401  # registers the "work" 
 
 EXIT_TIMEOUT = 3
 STATE_DIR_ENV = "VP_STATE_DIR"
+URL_ENV, TOKEN_ENV = "VP_WAIT_URL", "VP_BEARER_TOKEN"  # `wait --url`, `--token`
 
 
 # --- the state file -------------------------------------------------------------------------------
@@ -121,13 +122,13 @@ def _private_temp_dir() -> Path | None:
     return base
 
 
-def default_state_path(settings: Any, who: str, instance: str | None) -> Path:
+def default_state_path(settings: Any, who: str, instance: str | None, target: str | None = None) -> Path:
     """The state file of a `wait` without `--state`: one per (database, orchestrator, instance).
 
     In $VP_STATE_DIR/wait, else the user's state folder (platformdirs.user_state_dir, e.g.
     ~/.local/state/vantage-peers/wait); when that one cannot be written (a sandboxed agent), a
     private folder in the temp directory."""
-    key = f"{_target_id(settings)}\0{who}\0{instance or ''}"
+    key = f"{target or _target_id(settings)}\0{who}\0{instance or ''}"  # target: `wait --url`'s server
     name = f"wait-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}.json"
     override = os.environ.get(STATE_DIR_ENV)
     if override:
@@ -164,25 +165,12 @@ def wait_for_new(db: Database, *, who: str, instance: str | None, kinds: tuple[s
     with db.watcher(interval=interval) as watcher:  # listening before the baseline is read
         due = _refresh(db, kinds)
         current = inbox.pending(db, who=who, instance=instance, kinds=kinds)
-        reported = load_state(state, what="the state file") if state is not None else None
-        seen = reported if reported is not None else {i["key"] for i in current}
-        saved = seen
-        prefixes = tuple(inbox.PREFIX[k] for k in kinds)  # keys of kinds not watched now are kept as they are
+        tracker = Tracker(kinds, state, current, report)
         armed = False
         while True:
-            keys = {i["key"] for i in current}
-            # Forget what is no longer pending: it may come back as new (unblocked, redelivered).
-            seen = {k for k in seen if k in keys or not k.startswith(prefixes)}
-            new = [i for i in current if i["key"] not in seen]
+            new = tracker.step(current)
             if new:
-                if report is not None:
-                    report(new)
-                if state is not None:
-                    _save_or_warn(state, seen | {i["key"] for i in new})
                 return new
-            if state is not None and seen != saved:
-                _save_or_warn(state, seen)
-                saved = seen
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return None
@@ -196,6 +184,36 @@ def wait_for_new(db: Database, *, who: str, instance: str | None, kinds: tuple[s
                 return None
             due = _refresh(db, kinds)
             current = inbox.pending(db, who=who, instance=instance, kinds=kinds)
+
+
+class Tracker:
+    """What a waiter reported: pending keys its state file has not recorded are new (also used by
+    `wait --url`, http/push_client.py, on the items the push stream sends)."""
+
+    def __init__(self, kinds: tuple[str, ...], state: Path | None, current: list[dict[str, Any]],
+                 report: Callable[[list[dict[str, Any]]], None] | None) -> None:
+        self.state, self.report = state, report
+        reported = load_state(state, what="the state file") if state is not None else None
+        self.seen = reported if reported is not None else {i["key"] for i in current}
+        self.saved = self.seen
+        self.prefixes = tuple(inbox.PREFIX[k] for k in kinds)  # keys of kinds not watched now are kept as they are
+
+    def step(self, current: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The new items of `current` (reported, then recorded), or [] (the state file forgets the rest)."""
+        keys = {i["key"] for i in current}
+        # Forget what is no longer pending: it may come back as new (unblocked, redelivered).
+        self.seen = {k for k in self.seen if k in keys or not k.startswith(self.prefixes)}
+        new = [i for i in current if i["key"] not in self.seen]
+        if new:
+            if self.report is not None:
+                self.report(new)
+            if self.state is not None:
+                _save_or_warn(self.state, self.seen | {i["key"] for i in new})
+            return new
+        if self.state is not None and self.seen != self.saved:
+            _save_or_warn(self.state, self.seen)
+            self.saved = self.seen
+        return []
 
 
 def _refresh(db: Database, kinds: tuple[str, ...]) -> float | None:
@@ -271,11 +289,18 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def run_wait(*, kinds_text: str, timeout: float | None, as_json: bool, state: str | None, since_now: bool = False,
-             ready_fd: int | None = None) -> int:
-    """The `wait` command: 0 with the digest on stdout, 3 on timeout; a bad argument raises InvalidArgument (2)."""
+             ready_fd: int | None = None, url: str | None = None, token: str | None = None) -> int:
+    """The `wait` command: 0 with the digest on stdout, 3 on timeout; a bad argument raises InvalidArgument (2).
+    `url` (or VP_WAIT_URL): wait through a `serve` push stream instead of the database (#31)."""
     ready = ReadyFd(None)
     try:
         ready = ReadyFd(ready_fd)
+        url = url or os.environ.get(URL_ENV) or None
+        if url:  # #31: http/push_client.py
+            from .http.push_client import run_remote_wait
+
+            return run_remote_wait(url, token or os.environ.get(TOKEN_ENV) or None, kinds_text, timeout, as_json,
+                                   state, since_now, ready)
         return _run_wait(kinds_text, timeout, as_json, state, since_now, ready)
     finally:
         ready.close()

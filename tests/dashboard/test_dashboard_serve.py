@@ -1,5 +1,6 @@
-"""The dashboard inside `serve` at /dashboard: sign-in required (master secret or a client whose
-profile grants it), tried from the attacker's side; and a real `serve` process."""
+"""The dashboard inside `serve` at /dashboard: sign-in required (the master secret or an OAuth
+client, which acts only as its profile allows), tried from the attacker's side; and a real `serve`
+process. What a client's session reads: test_dashboard_visibility.py."""
 
 from __future__ import annotations
 
@@ -9,12 +10,11 @@ import httpx2
 import pytest
 from conftest import make_settings
 from starlette.testclient import TestClient
+from support.dashboard_helpers import add_client, sign_in
 from support.http_helpers import MASTER, serving
 
 from vantage_peers.dashboard.mount import mount_dashboard
-from vantage_peers.http import profiles
 from vantage_peers.http.asgi import build_http_app
-from vantage_peers.http.tokens import digest
 from vantage_peers.server import create_app
 
 BASE = "http://127.0.0.1:3000"
@@ -31,19 +31,12 @@ def served(tmp_path):
     app.db.close()
 
 
-def _client(app, client_id: str, secret: str, profile: str, *, read=("*",), allow=("*",)) -> None:
-    def write(c):
-        profiles.upsert(c, profiles.ScopeProfile(profile, "test", tuple(allow), tuple(read), ()))
-        c.execute("INSERT INTO oauth_clients (clientId, clientSecretHash, name, scopeProfile, registeredVia, createdAt) "
-                  "VALUES (?, ?, 'dash', ?, 'admin', 0)", (client_id, digest(secret), profile))
-
-    app.db.write(write)
+def _client(app, client_id: str, secret: str, profile: str, **kw) -> None:
+    add_client(app, client_id, secret, profile, **kw)
 
 
 def _login(client: TestClient, **form: str):
-    page = client.get("/dashboard/login")
-    token = _CSRF.search(page.text).group(1)
-    return client.post("/dashboard/login", data={"csrf": token, **form}, headers={"Origin": BASE})
+    return sign_in(client, BASE, **form)
 
 
 def test_every_view_needs_sign_in(served):
@@ -107,17 +100,28 @@ def test_a_forged_or_foreign_cookie_is_not_a_session(served, tmp_path):
     assert stolen and team(stolen) == 303
 
 
-def test_an_oauth_client_signs_in_only_when_its_profile_grants_the_dashboard(served):
+def test_any_oauth_client_signs_in_and_acts_only_as_its_profile_allows(served):
     app, client = served
     _client(app, "vp_client_ops", "s3cret-ops", "ops-dashboard")
-    _client(app, "vp_client_narrow", "s3cret-narrow", "narrow", read=("project/a",), allow=("*",))
+    _client(app, "vp_client_narrow", "s3cret-narrow", "narrow", read=("project/a",), allow=("agent-a",))
     _client(app, "vp_client_named", "s3cret-named", "named", allow=("human:Bo",))
     assert _login(client, name="Ann", secret="wrong", client_id="vp_client_ops").status_code == 403
-    narrow = _login(client, name="Ann", secret="s3cret-narrow", client_id="vp_client_narrow")
-    assert narrow.status_code == 403 and "does not grant the dashboard" in narrow.text
-    assert _login(client, name="Ann", secret="s3cret-named", client_id="vp_client_named").status_code == 403
+    assert _login(client, name="Ann", secret="", client_id="vp_client_nobody").status_code == 403
+    # a client that may not act as the person signs in read-only (tests/dashboard/test_dashboard_visibility.py)
+    assert _login(client, name="Ann", secret="s3cret-narrow", client_id="vp_client_narrow").status_code == 303
+    page = client.get("/dashboard/messages")
+    assert page.status_code == 200 and "read-only" in page.text and "/actions/send" not in page.text
+    token = _CSRF.search(page.text).group(1)
+    refused = client.post("/dashboard/actions/send", data={"csrf": token, "to": "bob", "content": "x"},
+                          headers={"Origin": BASE})
+    assert refused.status_code == 403 and "may read but not act" in refused.text
+    client.cookies.clear()
+    assert _login(client, name="Ann", secret="s3cret-named", client_id="vp_client_named").status_code == 303
+    assert "read-only" in client.get("/dashboard/team").text  # named for Bo, not for Ann
+    client.cookies.clear()
     assert _login(client, name="Bo", secret="s3cret-named", client_id="vp_client_named").status_code == 303
-    assert client.get("/dashboard/team").status_code == 200
+    page = client.get("/dashboard/messages")
+    assert page.status_code == 200 and "/actions/send" in page.text and "read-only" not in page.text
     # revoking the client ends its sessions on the next request
     app.db.write(lambda c: c.execute("UPDATE oauth_clients SET revokedAt = 1 WHERE clientId = 'vp_client_named'"))
     assert client.get("/dashboard/team").status_code == 303
@@ -159,12 +163,16 @@ def test_the_documented_token_cli_path_grants_the_dashboard(served, tmp_path, mo
     app, client = served
     monkeypatch.setenv("VP_DB_PATH", str(app.settings.db_path))
     monkeypatch.chdir(tmp_path)
-    assert main(["token", "profile", "set", "ops-dashboard", "--read", "*", "--from", "human:Dana"]) == 0
+    assert main(["token", "profile", "set", "ops-dashboard", "--read", "*", "--read-records", "team",
+                 "--from", "human:Dana"]) == 0
     capsys.readouterr()
     assert main(["token", "create", "--name", "dana", "--profile", "ops-dashboard"]) == 0
     made = json.loads(capsys.readouterr().out)
-    assert _login(client, name="Eve", secret=made["client_secret"], client_id=made["client_id"]).status_code == 403
+    eve = _login(client, name="Eve", secret=made["client_secret"], client_id=made["client_id"])
+    assert eve.status_code == 303 and "read-only" in client.get("/dashboard/team").text  # not human:Eve
+    client.cookies.clear()
     ok = _login(client, name="Dana", secret=made["client_secret"], client_id=made["client_id"])
     assert ok.status_code == 303
     page = client.get("/dashboard/team")
     assert page.status_code == 200 and "human:Dana" in page.text and made["client_id"] in page.text
+    assert "read-only" not in page.text

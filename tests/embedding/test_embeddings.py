@@ -226,11 +226,13 @@ def test_model_change_is_detected_and_reindex_re_embeds(eapp, etools, server, db
             assert ("FAIL", "embedding model") in [(s, label) for s, label, _ in checks]
             err = io.StringIO()
             assert maintenance.reindex(changed.settings, changed.db, err=err) == 0
-            assert "8/8 100%" in err.getvalue() and "[" in err.getvalue()
+            assert "8/8" in err.getvalue() and "100%" in err.getvalue() and "docs/s" in err.getvalue()
             assert changed.db.read(vectors.recorded).model == "fake-embed-2"
             assert changed.db.read(vectors.count) == 8
             assert tools.call("recall", query="reindex me")["mode"] == "hybrid"
-            assert [s for s, _, _ in maintenance.doctor_checks(changed.settings, changed.db)] == ["ok", "ok"]
+            checks = maintenance.doctor_checks(changed.settings, changed.db)
+            assert [s for s, _, _ in checks] == ["ok", "ok", "ok"]
+            assert ("index model", "memories: fake-embed-2 (256 dims)") in [(label, d) for _, label, d in checks]
     finally:
         changed.db.close()
 
@@ -301,7 +303,8 @@ def test_cli_reindex_shows_progress(eapp, etools, server, db_path, tmp_path, mon
         monkeypatch.setenv(key, value)
     assert main(["reindex"]) == 0
     err = capsys.readouterr().err
-    assert "reindex fake-embed-1:" in err and "5/5 100%" in err and "0/5 0%" in err
+    # items, rate and ETA (tqdm's bar): from 0/5 to 5/5
+    assert "reindex fake-embed-1:" in err and "0/5" in err and "5/5" in err and "100%" in err and "docs/s" in err
     assert eapp.db.read(vectors.count) == 5
 
 

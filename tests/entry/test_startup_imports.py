@@ -85,3 +85,28 @@ def test_status_reads_the_registry_a_server_has_without_composing_one(tmp_path):
     finally:
         served.db.close()
         bare.db.close()
+
+
+GC_STATE = """
+import gc, json, sys
+from vantage_peers import cli
+seen = {}
+real = cli.started
+def started():
+    seen["before"] = gc.isenabled()
+    real()
+cli.started = started
+sys.argv = sys.argv[:1]
+cli.main()  # the console script's own call (argv None): serves until end of input
+json.dump({"modules": [], "before": seen.get("before"), "after": gc.isenabled(), "frozen": gc.get_freeze_count()},
+          open(sys.argv_out, "w"))
+"""
+
+
+@pytest.mark.slow
+def test_the_server_builds_without_cyclic_collection_and_serves_with_it(tmp_path):
+    # #34: collections during the imports and the build are ~10 % of the start; a server left without
+    # them for its whole life would grow on every reference cycle, so it must be on once serving.
+    state = _run(GC_STATE, tmp_path / "gc.json", tmp_path)
+    assert state["before"] is False
+    assert state["after"] is True and state["frozen"] > 0

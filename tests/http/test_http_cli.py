@@ -74,6 +74,10 @@ def test_token_cli_creates_lists_elevates_and_revokes(tmp_path, monkeypatch, cap
                "--write", "project/cedar", "--description", "Cedar")
     assert prof.returncode == 0, prof.stderr
     assert json.loads(prof.stdout)["namespaceReadPrefixes"] == ["project/cedar", "global"]
+    assert json.loads(prof.stdout)["recordReadScope"] == "own"  # the default: its own messages and tasks
+    wide = tok("profile", "set", "ops-reader", "--from", "ops", "--read-records", "team")
+    assert wide.returncode == 0, wide.stderr
+    assert json.loads(tok("profile", "show", "ops-reader").stdout)["recordReadScope"] == "team"
     made = tok("create", "--name", "ci", "--profile", "cedar-agent")
     assert made.returncode == 0, made.stderr
     created = json.loads(made.stdout)

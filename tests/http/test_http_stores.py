@@ -16,7 +16,7 @@ import pytest
 from mcp.server.auth.provider import AuthorizationParams, TokenError
 from mcp.shared.auth import OAuthClientInformationFull
 
-from vantage_peers.core.errors import NotFound, VantageError
+from vantage_peers.core.errors import InvalidArgument, NotFound, VantageError
 from vantage_peers.core.ids import now_ms
 from vantage_peers.core.scopes import ScopeProfile
 from vantage_peers.http import profiles, store
@@ -90,6 +90,12 @@ def test_default_profiles_seed_once_and_an_operator_profile_round_trips(db):
     changed = ScopeProfile("team-x", "narrower", ("alice",), ("project/x/",), ())
     db.write(lambda c: profiles.upsert(c, changed))
     assert db.read(lambda c: profiles.get(c, "team-x")) == changed
+    assert changed.record_read == "own"  # the default (#32): its own messages and tasks
+    widened = profiles.from_doc({**changed.doc(), "recordReadScope": "team"})
+    db.write(lambda c: profiles.upsert(c, widened))
+    assert db.read(lambda c: profiles.get(c, "team-x")).record_read == "team"
+    with pytest.raises(InvalidArgument, match="recordReadScope"):
+        profiles.from_doc({**changed.doc(), "recordReadScope": "team/*"})
     names = [p.profile_id for p in db.read(profiles.list_all)]
     assert names == sorted(names) and names.count("team-x") == 1 and profiles.CLIENT_GENERIC in names
     with pytest.raises(NotFound):

@@ -272,3 +272,19 @@ def test_hostile_unknown_arguments_are_refused_briefly(tools):
     deep = tools.error("bulk_complete_tasks", filter={"assignedTo": "bob", "x" * 300: {"y": [1] * 1000}},
                        callerOrchestrator="alice")
     assert "unknown argument 'filter.xxx" in deep
+
+
+def test_a_list_answer_is_converted_once_with_the_sdks_structured_content(app, tools):
+    # #34: the pipeline converts a list answer itself (one text block, not one per item thrown away);
+    # structuredContent must stay exactly what the SDK's own conversion makes.
+    for i in range(3):
+        tools.call("send_message", channel="alice", content=f"é {i}", **{"from": "bob"})
+    raw = tools.raw("check_messages", recipient="alice")
+    assert len(raw.content) == 1
+    items = raw.structured_content["result"]
+    assert [m["content"] for m in items] == ["é 0", "é 1", "é 2"]
+    assert raw.content[0].text == json.dumps(items, indent=2, ensure_ascii=False)
+    tool = next(t for t in app.tools if t.name == "check_messages")
+    sdk = tool.fn_metadata.convert_result(items)
+    assert tool._converted(items).structured_content == sdk.structured_content
+    assert tool._converted(items).content == [] and len(sdk.content) == 3

@@ -17,6 +17,8 @@ from starlette.testclient import TestClient
 
 from support.http_helpers import script
 from vantage_peers.dashboard import build_dashboard
+from vantage_peers.http import profiles
+from vantage_peers.http.tokens import digest
 
 LOCAL = "http://127.0.0.1:8765"
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
@@ -41,6 +43,24 @@ def post(client: TestClient, path: str, data: dict[str, Any], *, token: str | No
          origin: str | None = LOCAL):
     headers = {"Origin": origin} if origin else {}
     return client.post(path, data={**data, "csrf": token if token is not None else csrf_of(client)}, headers=headers)
+
+
+def add_client(app: Any, client_id: str, secret: str, profile: str, *, read=("*",), allow=("*",),
+               records: str = "own") -> None:
+    """An OAuth client `client_id` (its secret stored as SHA-256) on a new scope profile `profile`."""
+    def write(c):
+        profiles.upsert(c, profiles.ScopeProfile(profile, "test", tuple(allow), tuple(read), (), record_read=records))
+        c.execute("INSERT INTO oauth_clients (clientId, clientSecretHash, name, scopeProfile, registeredVia, createdAt) "
+                  "VALUES (?, ?, 'dash', ?, 'admin', 0)", (client_id, digest(secret), profile))
+
+    app.db.write(write)
+
+
+def sign_in(client: TestClient, base: str, **form: str):
+    """POST the sign-in form of the dashboard behind `serve` (at /dashboard) with its CSRF token."""
+    page = client.get("/dashboard/login")
+    token = _CSRF.search(page.text).group(1)
+    return client.post("/dashboard/login", data={"csrf": token, **form}, headers={"Origin": base})
 
 
 def rows(html: str, marker: str = "<tr") -> int:

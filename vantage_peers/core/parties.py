@@ -74,7 +74,7 @@ KINDS: dict[str, Kind] = _kinds(
                 "block_task": ("taskId", "change"), "add_task_dependency": ("taskId", "change"),
                 "delete_task": ("taskId", "force")},
          note="cancel (update_task status=cancelled) and delete are `force`; a lapsed holder is refused "
-              "every write (LEASE_LOST)"),
+              "every write (LEASE_LOST); a profile with recordReadScope `team` reads and sees every task"),
     Kind("task claim", None, None, {},
          read=(TEAM,), see=(TEAM,), change=("holder",), force=(),
          derived={"holder": "the claim's lease holder", "creator": "the task's creator",
@@ -87,7 +87,8 @@ KINDS: dict[str, Kind] = _kinds(
          derived={"recipients": "the holders of its receipts (direct, channel, broadcast)"},
          tools={"get_message": ("messageId", "read"), "list_broadcast_status": ("messageId", "read"),
                 "get_message_delivery": ("messageId", "change"), "delete_message": ("messageId", "force"),
-                "acknowledge_message": ("messageId", "read")}),
+                "acknowledge_message": ("messageId", "read")},
+         note="a profile with recordReadScope `team` reads and sees every message"),
     Kind("receipt", "messageReceipts", "id", {"recipient": "recipient"},
          read=("recipient",), see=("recipient",), change=("recipient",), force=("recipient",),
          tools={"mark_as_read": ("receiptIds", "change"), "acknowledge_message": ("receiptIds", "change")},

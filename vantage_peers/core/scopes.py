@@ -14,10 +14,15 @@ so the range's column carries the BYTE_ORDER mark, which db/dialect.py writes `C
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from mcp.server.auth.provider import AccessToken
 from pydantic import ConfigDict
+
+# Whose messages and tasks a token reads (docs/policy.md, "Who reads what"): `own` = those its
+# identities are parties to (the default); `team` = every one (the issue's `read: team/*`).
+RecordReadScope = Literal["own", "team"]
+RECORD_READ_SCOPES: tuple[RecordReadScope, ...] = ("own", "team")
 
 
 @dataclass(frozen=True)
@@ -29,12 +34,14 @@ class ScopeProfile:
     write_prefixes: tuple[str, ...] = ()
     master: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    record_read: RecordReadScope = "own"
 
     def doc(self) -> dict[str, Any]:
         return {"profileId": self.profile_id, "description": self.description,
                 "fromAllowList": list(self.from_allow_list),
                 "namespaceReadPrefixes": list(self.read_prefixes),
-                "namespaceWritePrefixes": list(self.write_prefixes)}
+                "namespaceWritePrefixes": list(self.write_prefixes),
+                "recordReadScope": self.record_read}
 
     def substitute(self, **values: str) -> ScopeProfile:
         """`{workspaceId}` placeholders filled in (the Clerk user profile is a template)."""
@@ -47,7 +54,7 @@ class ScopeProfile:
             return tuple(out)
 
         return ScopeProfile(self.profile_id, self.description, fill(self.from_allow_list),
-                            fill(self.read_prefixes), fill(self.write_prefixes))
+                            fill(self.read_prefixes), fill(self.write_prefixes), record_read=self.record_read)
 
 
 
@@ -91,7 +98,8 @@ def sql_filter(prefixes: tuple[str, ...], column: str) -> tuple[str, list[Any]]:
 class Principal(AccessToken):
     """An authenticated caller: the master bearer, an OAuth access token, or a Clerk user bearer."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # defer_build: an HTTP caller only; the stdio server never builds its validator (#34)
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
     kind: str  # "master" | "oauth" | "clerk"
     profile: ScopeProfile
     family: str | None = None  # OAuth grant the token belongs to (revocation revokes the family)

@@ -2,9 +2,11 @@
 
 Every action runs in one `BEGIN IMMEDIATE` transaction that makes the change with the store
 function and writes a `humanActions` row (who, how they signed in, what, on which record). The
-operator is the team's overseer (loopback user or master / dashboard-granted login), so record
-ownership rules are applied as for `system` — the rule the tools apply to the master — while every
-state rule (a done task cannot be cancelled, a cancel needs a reason, …) applies unchanged.
+operator is the team's overseer (loopback user, master, or an OAuth client allowed to act as
+`human:<name>`, scope.py), so record ownership rules are applied as for `system` — the rule the tools
+apply to the master — on the records the operator may read (`readers`: another task is NOT_FOUND,
+as on its page), while every state rule (a done task cannot be cancelled, a cancel needs a reason,
+…) applies unchanged.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import InvalidArgument, InvalidState
+from ..core.errors import InvalidArgument, InvalidState, NotFound
 from ..core.ids import new_id, now_ms
 from ..db import Connection, Database
 from ..domains.messaging import store as messaging
@@ -38,6 +40,7 @@ class Operator:
 
     name: str
     via: str  # loopback, master, or the OAuth client id they signed in with
+    readers: tuple[str, ...] | None = None  # whose tasks they may read (policy.readers_of; None: every one)
 
     @property
     def actor(self) -> str:
@@ -95,6 +98,8 @@ def _task_update(db: Database, op: Operator, action: str, task_id: str, payload:
     now = now_ms()
 
     def run(c: Connection) -> None:
+        if not tasks.can_read(c, task_id, op.readers):
+            raise NotFound(f"task {task_id} does not exist")
         task = tasks.require_task(c, task_id)
         detail = check(task) if check else {k: v for k, v in payload.items()}
         lifecycle.update_task(c, task_id=task_id, payload={**payload, "callerOrchestrator": SYSTEM}, now=now,

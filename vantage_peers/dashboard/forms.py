@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 from starlette.responses import RedirectResponse, Response
 
-from ..core.errors import NotFound
+from ..core.errors import Forbidden, NotFound
 from . import actions
 from .actions import Operator
 from .login import check_login
@@ -27,7 +27,11 @@ async def _off_loop(fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _op(ctx: Ctx) -> Operator:
-    return Operator(ctx.session.name, ctx.session.via)
+    """The person acting; refused when their client may not act as `human:<name>` (scope.py)."""
+    if not ctx.scope.acts:
+        raise Forbidden(f"the client {ctx.session.via} may read but not act: its scope profile's fromAllowList "
+                        f"needs '*' or 'human:{ctx.session.name}'")
+    return Operator(ctx.session.name, ctx.session.via, ctx.scope.readers)
 
 
 TASK_VERBS = ("reassign", "unblock", "cancel", "release")

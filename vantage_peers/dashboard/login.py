@@ -1,10 +1,8 @@
-"""Who may sign in to the dashboard behind `serve`: the master secret, or an OAuth client whose
-scope profile grants the dashboard.
+"""Who may sign in to the dashboard behind `serve`: the master secret, or any live OAuth client.
 
-A profile grants the dashboard when it reads every namespace (`*` in namespaceReadPrefixes — the
-dashboard shows the whole team) and may act as the person (`*` or `human:<name>` in its
-fromAllowList — the dashboard sends messages as them). The client must not be revoked and must
-present its secret (stored as SHA-256 only, compared in constant time).
+A client signs in with its id and secret (stored as SHA-256 only, compared in constant time) and
+then sees what a token of that client would read, and acts only as its fromAllowList allows
+(`scope.py`); revoking the client ends its sessions on their next request.
 """
 
 from __future__ import annotations
@@ -15,11 +13,7 @@ from ..core.errors import Forbidden
 from ..db import Database
 from ..http import profiles
 from ..http.tokens import digest, same
-
-
-def grants_dashboard(profile: profiles.ScopeProfile, name: str) -> bool:
-    return profile.master or ("*" in profile.read_prefixes and
-                              ("*" in profile.from_allow_list or f"human:{name}" in profile.from_allow_list))
+from . import scope
 
 
 def check_login(db: Database, *, master_secret: str | None, name: str, secret: str, client_id: str) -> str:
@@ -36,22 +30,24 @@ def check_login(db: Database, *, master_secret: str | None, name: str, secret: s
 
     row, profile = db.read(read)
     if row is None or row["revokedAt"] is not None or not row["clientSecretHash"] or not secret \
-            or not same(digest(secret), row["clientSecretHash"]):
+            or not same(digest(secret), row["clientSecretHash"]) or profile is None:
         raise Forbidden("LOGIN_FAILED: unknown or revoked client, or wrong client secret")
-    if profile is None or not grants_dashboard(profile, name):
-        raise Forbidden(f"LOGIN_FAILED: the scope profile of {client_id} does not grant the dashboard; it needs "
-                        f"'*' in namespaceReadPrefixes and '*' or 'human:{name}' in fromAllowList")
     return client_id
 
 
-def still_allowed(db: Database, via: str, name: str) -> bool:
-    """A client session ends as soon as the client is revoked or its profile stops granting it."""
+def session_scope(db: Database, via: str, name: str) -> scope.Scope | None:
+    """What a session may read and do now, or None when it has ended (its client revoked or gone).
+    Read on every request, so a profile narrowed by the operator applies at once."""
     if via in ("master", "loopback"):
-        return True
+        return scope.EVERYTHING
+    if via == "anonymous":
+        return scope.NOTHING  # the sign-in page only (web.page refuses every view anyway)
 
     def read(c):
         row = c.one("SELECT scopeProfile, revokedAt FROM oauth_clients WHERE clientId = ?", (via,))
         return row, (profiles.get(c, row["scopeProfile"]) if row else None)
 
     row, profile = db.read(read)
-    return row is not None and row["revokedAt"] is None and profile is not None and grants_dashboard(profile, name)
+    if row is None or row["revokedAt"] is not None or profile is None:
+        return None
+    return scope.of_client(profile, via, name)

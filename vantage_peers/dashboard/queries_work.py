@@ -2,7 +2,8 @@
 
 Filters and paging go through the domain stores' own functions (`tasks.store.task_filters`,
 `missions.store.list_missions`, `memory.search.hybrid` …) so the dashboard shows exactly what the
-tools return.
+tools return — to the person's client: tasks narrowed by `readers` (tasks.store.visible), memories
+by `prefixes` (the namespaces its profile reads), None = everything.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from ..core import cron
 from ..core.errors import InvalidArgument
+from ..core.scopes import sql_filter
 from ..db import Connection, loads
 from ..db.paging import keyset_page
 from ..domains.memory import search as msearch
@@ -27,8 +29,11 @@ BOARD_CARDS = 12  # cards per status column; "more" opens that column as a paged
 BOARD_STATUSES = ("todo", "in_progress", "review", "blocked", "done")
 
 
+Readers = tuple[str, ...] | None
+
+
 def _where(*, assignee: str | None, mission: str | None, priority: str | None, overdue: bool, now: int,
-           status: str | None) -> tuple[list[str], list[Any]]:
+           status: str | None, readers: Readers) -> tuple[list[str], list[Any]]:
     if priority is not None and priority not in PRIORITIES:
         raise InvalidArgument(f"priority {priority!r} is not one of {', '.join(PRIORITIES)}")
     if status is not None and status not in TASK_STATUSES:
@@ -41,16 +46,17 @@ def _where(*, assignee: str | None, mission: str | None, priority: str | None, o
     if overdue:
         where += ["dueDate IS NOT NULL", "dueDate < ?", status_sql("status", OPEN_STATUSES)]
         params.append(now)
-    return where, params
+    seen, seen_params = tasks.visible(readers)
+    return where + seen, params + seen_params
 
 
 def task_board(conn: Connection, *, assignee: str | None, mission: str | None, priority: str | None,
-               overdue: bool, blocked: bool, now: int) -> dict[str, Any]:
+               overdue: bool, blocked: bool, now: int, readers: Readers = None) -> dict[str, Any]:
     """One column per status (only `blocked` when asked), each the first BOARD_CARDS, newest first."""
     columns = []
     for status in ("blocked",) if blocked else BOARD_STATUSES:
         where, params = _where(assignee=assignee, mission=mission, priority=priority, overdue=overdue, now=now,
-                               status=status)
+                               status=status, readers=readers)
         page = keyset_page(conn, table="tasks", to_item=tasks.task_doc, where=where, params=params,
                            sort_col="updatedAt", limit=BOARD_CARDS)
         columns.append({"status": status, "items": page["items"], "more": "nextCursor" in page})
@@ -58,9 +64,10 @@ def task_board(conn: Connection, *, assignee: str | None, mission: str | None, p
 
 
 def task_list(conn: Connection, *, status: str | None, assignee: str | None, mission: str | None,
-              priority: str | None, overdue: bool, cursor: str | None, now: int) -> dict[str, Any]:
+              priority: str | None, overdue: bool, cursor: str | None, now: int,
+              readers: Readers = None) -> dict[str, Any]:
     where, params = _where(assignee=assignee, mission=mission, priority=priority, overdue=overdue, now=now,
-                           status=status)
+                           status=status, readers=readers)
     return keyset_page(conn, table="tasks", to_item=tasks.task_doc, where=where, params=params,
                        sort_col="updatedAt", limit=PAGE, cursor=cursor)
 
@@ -95,7 +102,10 @@ def _detail(raw: str | None) -> str | None:
     return None
 
 
-def task_detail(conn: Connection, task_id: str) -> dict[str, Any] | None:
+def task_detail(conn: Connection, task_id: str, readers: Readers = None) -> dict[str, Any] | None:
+    """A task with its history; None when there is none `readers` may read (the page says 404)."""
+    if not tasks.can_read(conn, task_id, readers):
+        return None
     task = tasks.get_task(conn, task_id=task_id)
     if task is None:
         return None
@@ -126,14 +136,16 @@ def percent(counts: dict[str, int]) -> int:
     return round(100 * counts["done"] / expected) if expected else 0
 
 
-def mission_detail(conn: Connection, mission_id: str, *, cursor: str | None) -> dict[str, Any] | None:
+def mission_detail(conn: Connection, mission_id: str, *, cursor: str | None,
+                   readers: Readers = None) -> dict[str, Any] | None:
     row = missions.load(conn, mission_id)
     if row is None:
         return None
     mission = missions.mission_doc(row)
     mission["counts"] = missions.task_counts(conn, mission_id)
     mission["percent"] = percent(mission["counts"])
-    mission["tasks"] = tasks.list_tasks(conn, limit=PAGE, cursor=cursor, fields="full", mission_id=mission_id)
+    mission["tasks"] = tasks.list_tasks(conn, limit=PAGE, cursor=cursor, fields="full", mission_id=mission_id,
+                                        readers=readers)
     return mission
 
 
@@ -167,18 +179,19 @@ def upcoming(expression: str, timezone: str, now: int, n: int = 3) -> list[int]:
 
 # -- Memory -----------------------------------------------------------------------------------
 def memory_list(conn: Connection, *, namespace: str | None, types: Sequence[str] | None,
-                cursor: str | None, now: int) -> dict[str, Any]:
-    return memory_store.list_memories(conn, scope=memory_store.scope_of(namespace), types=list(types or []) or None,
+                cursor: str | None, now: int, prefixes: tuple[str, ...] | None = None) -> dict[str, Any]:
+    return memory_store.list_memories(conn, scope=memory_store.scope_of(namespace, visible=prefixes), types=list(types or []) or None,
                                       limit=PAGE, cursor=cursor, fields="full", now=now)
 
 
 def memory_search(conn: Connection, *, query: str, vector: list[float] | None, reason: str | None,
-                  namespace: str | None, types: Sequence[str] | None, now: int, limit: int = PAGE) -> dict[str, Any]:
+                  namespace: str | None, types: Sequence[str] | None, now: int, limit: int = PAGE,
+                  prefixes: tuple[str, ...] | None = None) -> dict[str, Any]:
     """`hybrid_search`'s store function when there is a query vector: each hit says which rankers
     found it and its rank in each. Without one, the keyword search `hybrid_search` falls back to
     with `keywordOnly` (every word first, then any): BM25 of an OR over a word that half the
     memories hold costs ~10x more and ranks the same hits first."""
-    scope, kinds = memory_store.scope_of(namespace), list(types or []) or None
+    scope, kinds = memory_store.scope_of(namespace, visible=prefixes), list(types or []) or None
     if vector is None:
         found = msearch.text_search(conn, query=query, scope=scope, types=kinds, include_superseded=False,
                                     limit=limit, now=now)
@@ -190,5 +203,8 @@ def memory_search(conn: Connection, *, query: str, vector: list[float] | None, r
                           include_superseded=False, limit=limit, now=now)
 
 
-def memory_types(conn: Connection) -> list[str]:
+def memory_types(conn: Connection, prefixes: tuple[str, ...] | None = None) -> list[str]:
+    if prefixes is not None:  # the types of the memories the person may read
+        clause, params = sql_filter(prefixes, "namespace")
+        return [r["type"] for r in conn.query(f"SELECT DISTINCT type FROM memories WHERE {clause} LIMIT 50", params)]
     return [r["type"] for r in conn.query("SELECT DISTINCT type FROM memories INDEXED BY memories_by_type LIMIT 50")]

@@ -32,7 +32,8 @@ class Views:
         state = ctx.arg("state")
         state = state if state in q.PRESENCE else None
         who, cursor = ctx.arg("who"), ctx.arg("cursor", 2_000)
-        page = await self.read(lambda c: q.team(c, now=ctx.now, state=state, who=who, cursor=cursor))
+        page = await self.read(lambda c: q.team(c, now=ctx.now, state=state, who=who, cursor=cursor,
+                                                readers=ctx.scope.readers))
         return ctx.render("team.html", view="team", page=page, state=state, who=who)
 
     async def messages(self, ctx: Ctx) -> Response:
@@ -41,7 +42,8 @@ class Views:
         cursor = ctx.arg("cursor", 2_000)
 
         def read(c):
-            return q.messages(c, cursor=cursor, **f), q.channels(c)
+            readers = ctx.scope.readers
+            return q.messages(c, cursor=cursor, readers=readers, **f), q.channels(c, readers=readers)
 
         page, channels = await self.read(read)
         return ctx.render("messages.html", view="messages", page=page, channels=channels, f=f,
@@ -49,7 +51,8 @@ class Views:
 
     async def message(self, ctx: Ctx) -> Response:
         message_id = ctx.request.path_params["message_id"]
-        msg = require(await self.read(lambda c: q.message_detail(c, message_id)), f"message {message_id}")
+        msg = require(await self.read(lambda c: q.message_detail(c, message_id, ctx.scope.readers)),
+                      f"message {message_id}")
         return ctx.render("message.html", view="messages", msg=msg)
 
     async def tasks(self, ctx: Ctx) -> Response:
@@ -58,9 +61,10 @@ class Views:
         blocked, status, cursor = ctx.flag("blocked"), ctx.arg("status"), ctx.arg("cursor", 2_000)
 
         def read(c):
+            readers = ctx.scope.readers
             if status or cursor:  # one column as a paged list
-                return None, w.task_list(c, status=status, cursor=cursor, now=ctx.now, **f)
-            return w.task_board(c, blocked=blocked, now=ctx.now, **f), None
+                return None, w.task_list(c, status=status, cursor=cursor, now=ctx.now, readers=readers, **f)
+            return w.task_board(c, blocked=blocked, now=ctx.now, readers=readers, **f), None
 
         board, page = await self.read(read)
         return ctx.render("tasks.html", view="tasks", board=board, page=page, f=f, blocked=blocked, status=status,
@@ -68,7 +72,7 @@ class Views:
 
     async def task(self, ctx: Ctx) -> Response:
         task_id = ctx.request.path_params["task_id"]
-        task = require(await self.read(lambda c: w.task_detail(c, task_id)), f"task {task_id}")
+        task = require(await self.read(lambda c: w.task_detail(c, task_id, ctx.scope.readers)), f"task {task_id}")
         return ctx.render("task.html", view="tasks", task=task)
 
     async def missions(self, ctx: Ctx) -> Response:
@@ -80,7 +84,8 @@ class Views:
     async def mission(self, ctx: Ctx) -> Response:
         mission_id = ctx.request.path_params["mission_id"]
         cursor = ctx.arg("cursor", 2_000)
-        mission = require(await self.read(lambda c: w.mission_detail(c, mission_id, cursor=cursor)),
+        mission = require(await self.read(lambda c: w.mission_detail(c, mission_id, cursor=cursor,
+                                                                     readers=ctx.scope.readers)),
                           f"mission {mission_id}")
         return ctx.render("mission.html", view="missions", mission=mission)
 
@@ -96,6 +101,7 @@ class Views:
 
     async def memory(self, ctx: Ctx) -> Response:
         query, namespace = ctx.arg("q", 2_000), ctx.arg("namespace", 210)
+        prefixes = ctx.scope.prefixes
         types = [t for t in ctx.request.query_params.getlist("type") if t][:10]
         cursor = ctx.arg("cursor", 2_000)
         if query:
@@ -103,13 +109,14 @@ class Views:
             vector, reason = await anyio.to_thread.run_sync(
                 lambda: self.memory_services().query_vector(self.db, query))
             result = await self.read(lambda c: w.memory_search(c, query=query, vector=vector, reason=reason,
-                                                         namespace=namespace, types=types, now=ctx.now))
+                                                               namespace=namespace, types=types, now=ctx.now,
+                                                               prefixes=prefixes))
             page = None
         else:
             result = None
             page = await self.read(lambda c: w.memory_list(c, namespace=namespace, types=types, cursor=cursor,
-                                                     now=ctx.now))
-        known = await self.read(w.memory_types)
+                                                           now=ctx.now, prefixes=prefixes))
+        known = await self.read(lambda c: w.memory_types(c, prefixes))
         return ctx.render("memory.html", view="memory", result=result, page=page, query=query, namespace=namespace,
                           types=types, known_types=known)
 
@@ -117,7 +124,9 @@ class Views:
         holder, cursor = ctx.arg("holder"), ctx.arg("cursor", 2_000)
 
         def read(c):
-            return q.task_claims(c, holder=holder, cursor=cursor, now=ctx.now), q.lease_rows(c, now=ctx.now)
+            readers = ctx.scope.readers
+            return (q.task_claims(c, holder=holder, cursor=cursor, now=ctx.now, readers=readers),
+                    q.lease_rows(c, now=ctx.now, readers=readers))
 
         page, leases = await self.read(read)
         return ctx.render("claims.html", view="claims", page=page, leases=leases, holder=holder)
@@ -125,5 +134,6 @@ class Views:
     async def activity(self, ctx: Ctx) -> Response:
         kinds = [k for k in ctx.request.query_params.getlist("kind") if k in ACTIVITY_KINDS]
         cursor = ctx.arg("cursor", 2_000)
-        page = await self.read(lambda c: q.activity(c, kinds=kinds or None, cursor=cursor, now=ctx.now))
+        page = await self.read(lambda c: q.activity(c, kinds=kinds or None, cursor=cursor, now=ctx.now,
+                                                    readers=ctx.scope.readers, prefixes=ctx.scope.prefixes))
         return ctx.render("activity.html", view="activity", page=page, kinds=kinds, all_kinds=ACTIVITY_KINDS)

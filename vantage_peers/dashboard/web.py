@@ -25,6 +25,7 @@ from ..core.errors import Forbidden, InvalidArgument, NotFound, VantageError
 from ..db import Database
 from . import i18n, login
 from .live import Hub
+from .scope import Scope
 from .security import (
     COOKIE,
     HEADERS,
@@ -86,8 +87,9 @@ def ago(ms: int | None) -> str:
 class Ctx:
     """One request: its session, language and helpers the templates use."""
 
-    def __init__(self, cfg: Config, request: Request, session: Session) -> None:
+    def __init__(self, cfg: Config, request: Request, session: Session, scope: Scope) -> None:
         self.cfg, self.request, self.session = cfg, request, session
+        self.scope = scope  # what this person may read and do (scope.py): every view and action reads it
         q = request.query_params
         self.lang = i18n.pick(q.get("lang"), request.cookies.get("vp_lang"), request.headers.get("accept-language"))
         self.t = i18n.translator(self.lang)
@@ -121,7 +123,8 @@ class Ctx:
         partial = self.request.headers.get("x-partial") == "1"
         html = self.cfg.env.get_template(template).render(
             ctx=self, t=self.t, lang=self.lang, partial=partial, csrf=self.cfg.signer.csrf(self.session),
-            operator=self.session, login_required=self.cfg.login_required, now=self.now, **values)
+            operator=self.session, scope=self.scope, login_required=self.cfg.login_required, now=self.now,
+            **values)
         return HTMLResponse(html, status_code=code)
 
 
@@ -138,19 +141,21 @@ def _finish(cfg: Config, ctx: Ctx | None, response: Response, cookie: str | None
     return response
 
 
-def _session(cfg: Config, request: Request) -> tuple[Session | None, str | None]:
-    """(session, cookie to set). Loopback without login: a session is issued on the first visit."""
+def _session(cfg: Config, request: Request) -> tuple[Session, Scope, str | None]:
+    """(session, its scope, cookie to set). Loopback without login: a session is issued on the first
+    visit. A client's session ends as soon as the client is revoked."""
     found = cfg.signer.read(request.cookies.get(COOKIE))
-    if found is not None and cfg.login_required and found.via != "anonymous" and \
-            not login.still_allowed(cfg.db, found.via, found.name):
-        found = None
     if found is not None:
-        return found, None
+        scope = login.session_scope(cfg.db, found.via if cfg.login_required else "loopback", found.name)
+        if scope is not None:
+            return found, scope, None
     if not cfg.login_required:
         cookie, session = cfg.signer.issue(cfg.local_name, "loopback")
     else:
         cookie, session = cfg.signer.issue("", "anonymous")  # carries the sign-in form's CSRF token only
-    return session, cookie
+    scope = login.session_scope(cfg.db, session.via, session.name)
+    assert scope is not None
+    return session, scope, cookie
 
 
 def _plain(status: int, text: str) -> Response:
@@ -171,9 +176,8 @@ def page(cfg: Config, handler: Handler, *, public: bool = False) -> Callable[[Re
     async def endpoint(request: Request) -> Response:
         if not host_allowed(request, loopback=cfg.loopback, public_host=cfg.public_host):
             return _plain(400, "BAD_HOST: this dashboard answers only to its own host name")
-        session, cookie = _session(cfg, request)
-        assert session is not None
-        ctx = Ctx(cfg, request, session)
+        session, scope, cookie = _session(cfg, request)
+        ctx = Ctx(cfg, request, session, scope)
         if cfg.login_required and session.via == "anonymous" and not public:
             if request.headers.get("accept") == "text/event-stream" or request.url.path.endswith("/events"):
                 return _finish(cfg, ctx, _plain(401, "LOGIN_REQUIRED: sign in at /dashboard/login"), cookie)

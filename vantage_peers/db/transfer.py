@@ -11,7 +11,7 @@ What is rebuilt rather than copied:
 - Vectors: not copied. A table that triggers fill on insert of another (the embedding queues
   `embeddingJobs`, `fixPatternEmbeddingJobs`) is not copied: the target's triggers queue every
   copied memory and fix pattern, and the target's embedding worker (or `vantage-peers reindex`)
-  embeds them again. `meta` rows about the vectors (`embedding.*`) stay behind with them.
+  embeds them again. `meta` rows about the vectors (`embedding.*`) and `vectorModels` stay behind with them.
 
 The copy reads the source in one snapshot and writes the target in one transaction: a failure
 leaves the target as it was. The target must be empty (no row in any copied table; its `meta`
@@ -39,6 +39,7 @@ from .migrate import current_version, latest_version, migrate, schema_sql, steps
 TRANSFER_BUDGET_MS = 24 * 3600 * 1000
 BATCH = 1000
 VECTOR_META = "embedding."  # meta keys about the vectors (search/vectors.py, search/ann.py): not copied
+VECTOR_TABLES = frozenset({"vectorModels"})  # the vectors' own records stay behind with them (#35)
 _cursor_names = itertools.count()
 
 
@@ -92,7 +93,8 @@ def schema_tables() -> list[TableSpec]:
         virtual = [name for kind, name, _t, sql in master if kind == "table" and (sql or "").upper().startswith(
             "CREATE VIRTUAL")]
         plain = [name for kind, name, _t, sql in master if kind == "table" and name not in virtual
-                 and not name.startswith("sqlite_") and not any(name.startswith(v + "_") for v in virtual)]
+                 and not name.startswith("sqlite_") and not any(name.startswith(v + "_") for v in virtual)
+                 and name not in VECTOR_TABLES]
         derived = {m.group(1) for kind, _n, _t, sql in master if kind == "trigger"
                    for m in _INSERTS_INTO.finditer(sql or "") if m.group(1) in plain}
         specs, parents = {}, {}

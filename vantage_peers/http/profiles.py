@@ -12,7 +12,7 @@ from typing import Any
 
 from ..core.errors import InvalidArgument, NotFound
 from ..core.ids import now_ms
-from ..core.scopes import ScopeProfile
+from ..core.scopes import RECORD_READ_SCOPES, RecordReadScope, ScopeProfile
 from ..db.connection import Connection
 
 MASTER = "master"
@@ -58,6 +58,17 @@ def _names(value: Any, field_name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def check_record_read(value: Any) -> RecordReadScope:
+    """`recordReadScope`: whose messages and tasks the token reads (omitted: `own`)."""
+    if value is None or value == "":
+        return "own"
+    for scope in RECORD_READ_SCOPES:
+        if value == scope:
+            return scope
+    raise InvalidArgument(f"recordReadScope must be one of {', '.join(RECORD_READ_SCOPES)} (got {value!r}): "
+                          "`own` reads the messages and tasks its identities are parties to, `team` every one")
+
+
 def check_profile_id(value: Any) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > 100:
         raise InvalidArgument("profileId must be a non-empty string of at most 100 characters")
@@ -74,14 +85,16 @@ def from_doc(doc: dict[str, Any]) -> ScopeProfile:
         raise InvalidArgument("description must be a string of at most 1000 characters")
     return ScopeProfile(pid, description, _names(doc.get("fromAllowList"), "fromAllowList"),
                         _names(doc.get("namespaceReadPrefixes"), "namespaceReadPrefixes"),
-                        _names(doc.get("namespaceWritePrefixes"), "namespaceWritePrefixes"))
+                        _names(doc.get("namespaceWritePrefixes"), "namespaceWritePrefixes"),
+                        record_read=check_record_read(doc.get("recordReadScope")))
 
 
 # -- storage --------------------------------------------------------------------------------------
 def _row(row: dict[str, Any]) -> ScopeProfile:
     return ScopeProfile(row["profileId"], row["description"], tuple(json.loads(row["fromAllowList"])),
                         tuple(json.loads(row["namespaceReadPrefixes"])),
-                        tuple(json.loads(row["namespaceWritePrefixes"])))
+                        tuple(json.loads(row["namespaceWritePrefixes"])),
+                        record_read=check_record_read(row["recordReadScope"]))
 
 
 def upsert(conn: Connection, profile: ScopeProfile, *, only_if_missing: bool = False) -> bool:
@@ -90,13 +103,15 @@ def upsert(conn: Connection, profile: ScopeProfile, *, only_if_missing: bool = F
     conflict = "DO NOTHING" if only_if_missing else (
         "DO UPDATE SET description = excluded.description, fromAllowList = excluded.fromAllowList, "
         "namespaceReadPrefixes = excluded.namespaceReadPrefixes, "
-        "namespaceWritePrefixes = excluded.namespaceWritePrefixes, updatedAt = excluded.updatedAt")
+        "namespaceWritePrefixes = excluded.namespaceWritePrefixes, recordReadScope = excluded.recordReadScope, "
+        "updatedAt = excluded.updatedAt")
     return conn.execute(
         "INSERT INTO oauth_scope_profiles (profileId, description, fromAllowList, namespaceReadPrefixes, "
-        f"namespaceWritePrefixes, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?, ?) "
+        f"namespaceWritePrefixes, recordReadScope, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
         f"ON CONFLICT (profileId) {conflict}",
         (profile.profile_id, profile.description, json.dumps(list(profile.from_allow_list)),
-         json.dumps(list(profile.read_prefixes)), json.dumps(list(profile.write_prefixes)), now, now),
+         json.dumps(list(profile.read_prefixes)), json.dumps(list(profile.write_prefixes)), profile.record_read,
+         now, now),
     ) > 0
 
 

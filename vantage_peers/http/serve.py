@@ -105,13 +105,26 @@ def _serve_one(settings, host: str, port: int, no_auth: bool, sock: socket.socke
                                 proxy_headers=False,
                                 # idle / slow-header connections are closed (#19): uvicorn alone never does
                                 http=guarded_protocol(settings.http_header_timeout_seconds))
-        uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
+        _server_class()(config).run(sockets=[sock] if sock is not None else None)
     finally:
         if scheduler is not None:
             scheduler.stop()
         app.db.close()
     _say(fmt, "vantage-peers serve: stopped")
     return 0
+
+
+def _server_class() -> type:
+    import uvicorn
+
+    from .push import end_streams
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            end_streams()  # push streams would hold the drain for its whole grace: end them, clients reconnect
+            super().handle_exit(sig, frame)
+
+    return Server
 
 
 def _say(fmt: str, line: str) -> None:

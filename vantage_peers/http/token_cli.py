@@ -5,7 +5,7 @@
   token revoke CLIENT_ID                                                 client + all its tokens
   token set-profile CLIENT_ID PROFILE                                    elevate / restrict a client
   token profile list | seed | show ID
-  token profile set ID [--from A …] [--read P …] [--write P …] [--description D]
+  token profile set ID [--from A …] [--read P …] [--write P …] [--read-records own|team] [--description D]
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ def add_parser(sub: Any) -> None:
     ps.add_argument("--from", dest="from_", action="append", default=[], help="orchestrator the token may act as")
     ps.add_argument("--read", action="append", default=[], help="namespace prefix it may read")
     ps.add_argument("--write", action="append", default=[], help="namespace prefix it may write")
+    ps.add_argument("--read-records", choices=("own", "team"), default="own",
+                    help="whose messages and tasks it reads: own (those its identities are parties to; "
+                         "default) or team (every one)")
 
 
 def run_token(args: argparse.Namespace) -> int:
@@ -87,7 +90,8 @@ def run_token(args: argparse.Namespace) -> int:
             elif sub == "set":
                 out(admin.save_profile(db, {"profileId": args.profile_id, "description": args.description,
                                             "fromAllowList": args.from_, "namespaceReadPrefixes": args.read,
-                                            "namespaceWritePrefixes": args.write}))
+                                            "namespaceWritePrefixes": args.write,
+                                            "recordReadScope": args.read_records}))
         return 0
     finally:
         db.close()

@@ -265,13 +265,22 @@ def _writable(principal: Principal, ns: str) -> None:
                              f"(namespaceWritePrefixes: {list(principal.profile.write_prefixes)})")
 
 
-def readers_of(principal: Principal | None) -> tuple[str, ...] | None:
-    """Whose messages and tasks a credential reads (docs/policy.md, "Who reads what"): None = all
-    (a local process, the master bearer, a token that may act as anyone), else its identities."""
+def identities_of(principal: Principal | None) -> tuple[str, ...] | None:
+    """Whom a credential may act as: None = anyone (a local process, the master bearer, a token
+    whose fromAllowList holds `*`), else its identities (without `system`)."""
     if principal is None or principal.is_master:
         return None
     who = _token_identities(principal)
     return None if "*" in who else who
+
+
+def readers_of(principal: Principal | None) -> tuple[str, ...] | None:
+    """Whose messages and tasks a credential reads (docs/policy.md, "Who reads what"): None = all
+    (anyone `identities_of` says may act as anyone, or a profile with recordReadScope `team`), else
+    its identities."""
+    if principal is not None and principal.profile.record_read == "team":
+        return None
+    return identities_of(principal)
 
 
 PERSONAL_URI = re.compile(r"^vp://(inbox|tasks)/([^/?#]+)$")
@@ -281,7 +290,7 @@ def personal_denial(principal: Principal | None, uri: str) -> str | None:
     """Why a credential may not read (or subscribe to) a personal resource — an inbox, a task queue —
     of another identity, or None (#32: a token acting as alice never reads vp://inbox/bob)."""
     m = PERSONAL_URI.match(uri)
-    readers = readers_of(principal)
+    readers = identities_of(principal)  # personal: recordReadScope `team` does not open another's inbox
     if m is None or readers is None or m.group(2) in readers:
         return None
     assert principal is not None

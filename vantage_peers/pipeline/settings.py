@@ -72,6 +72,12 @@ class Settings(BaseModel):
     embeddings: str = "local"  # from_env: "openai" when a key or base URL is set
     embedding_model: str = "text-embedding-3-small"
     embedding_dimensions: int | None = None
+    # VP_EMBED_MODEL (#35): the local model — unset/"bundled" = all-MiniLM-L6-v2 int8 in the wheel, or a
+    # folder holding model.onnx (or onnx/model.onnx) and tokenizer.json (embedding/local.py).
+    embed_model: str | None = None
+    # VP_RERANK_MODEL (#35): a cross-encoder folder reranking recall's fused top VP_RERANK_TOP_K; off when unset.
+    rerank_model: str | None = None
+    rerank_top_k: int = 30
     openai_api_key: str | None = None
     openai_base_url: str | None = None
     # VP_MODEL_HOST (#20): "shared" = one local-model process per user (search/model_host.py), default
@@ -123,6 +129,18 @@ class Settings(BaseModel):
         model_host = (get("VP_MODEL_HOST") or ("shared" if model_host_supported() else "inprocess")).lower()
         if model_host not in ("shared", "inprocess"):
             raise InvalidArgument(f"VP_MODEL_HOST must be 'shared' or 'inprocess', got {model_host!r}")
+        embed_model = get("VP_EMBED_MODEL")
+        if embed_model is not None and embed_model.strip().lower() in ("bundled", "default", "all-minilm-l6-v2-int8"):
+            embed_model = None
+        from ..embedding.catalogue import CATALOGUE
+
+        named = embed_model is not None and embed_model in CATALOGUE
+        if embed_model is not None and not named and not Path(embed_model).expanduser().is_dir():
+            raise InvalidArgument(f"VP_EMBED_MODEL must be 'bundled', one of {', '.join(sorted(CATALOGUE))} or a "
+                                  f"folder holding model.onnx and tokenizer.json, got {embed_model!r}")
+        rerank = get("VP_RERANK_MODEL")
+        if rerank is not None and not Path(rerank).expanduser().is_dir():
+            raise InvalidArgument(f"VP_RERANK_MODEL must be a folder holding model.onnx and tokenizer.json, got {rerank!r}")
         journal = (get("VP_JOURNAL_MODE") or "wal").lower()
         if journal not in ("wal", "delete", "truncate", "persist"):
             raise InvalidArgument(f"VP_JOURNAL_MODE must be wal, delete, truncate or persist, got {journal!r}")
@@ -136,6 +154,9 @@ class Settings(BaseModel):
             "toolsets": parse_toolsets(get("VP_TOOLSETS")),
             "embeddings": embeddings,
             "model_host": model_host,
+            "rerank_model": str(Path(rerank).expanduser().resolve()) if rerank else None,
+            "embed_model": (embed_model if named else str(Path(embed_model).expanduser().resolve()))
+            if embed_model else None,
             "openai_api_key": key,
             "openai_base_url": base,
             "public_base_url": get("PUBLIC_BASE_URL"),
@@ -164,6 +185,7 @@ class Settings(BaseModel):
             ("VP_BUSY_TIMEOUT_MS", "busy_timeout_ms", int),
             ("VP_PG_POOL_SIZE", "pg_pool_size", int),
             ("VP_SEARCH_BUDGET_MS", "search_budget_ms", int),
+            ("VP_RERANK_TOP_K", "rerank_top_k", int),  # #35: candidates the reranker rescores
             ("VP_MAX_SEGMENT_MINUTES", "max_segment_minutes", int),
             ("VP_PRESENCE_INTERVAL_SECONDS", "presence_interval_seconds", float),
             ("VP_CLAIM_TTL_SECONDS", "claim_ttl_seconds", int),  # leases (#22)

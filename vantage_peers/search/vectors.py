@@ -5,8 +5,10 @@ source rows); the model and dimension recorded in `meta` hold for every table of
 tables themselves are declared where they are used (the memory table lives with the memory store).
 
 - The table is created on the first successful embedding, when the dimension is known; the model
-  and dimension are recorded in `meta`. A later, different model or dimension is a mismatch:
-  nothing is written with it until `vantage-peers reindex` drops the table and re-embeds.
+  and dimension are recorded for the table (`vectorModels`, one row per vector table) and for the
+  file (`meta`). A later, different model or dimension is a mismatch: nothing is written with it
+  until `vantage-peers reindex` drops the table and re-embeds. A query compares its vector only
+  with a table recorded for the model that embedded it (`table_model`): no search mixes two models.
 - Triggers created with the table keep the metadata in step with the source rows, whoever
   changes them.
 - `chunk_size` is small because vec0 allocates a whole chunk per partition: the default (1024
@@ -23,6 +25,7 @@ from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..core.ids import now_ms
 from ..db import Connection
 from . import backend
 
@@ -144,6 +147,26 @@ def recorded(conn: Connection) -> Recorded | None:
     return Recorded(rows[META_MODEL], int(rows[META_DIMS]))
 
 
+def table_model(conn: Connection, table: VecTable) -> Recorded | None:
+    """The model and dimension `table`'s vectors were made with (None before its first vector)."""
+    row = conn.one("SELECT model, dimensions FROM vectorModels WHERE name = ?", (table.name,))
+    return Recorded(row["model"], int(row["dimensions"])) if row else None
+
+
+def table_mismatch(conn: Connection, table: VecTable, model: str, dimensions: int | None) -> str | None:
+    """Why a vector of (`model`, `dimensions`) may not be compared with or written into `table`."""
+    rec = table_model(conn, table)
+    if rec is None:
+        return None
+    if rec.model != model:
+        return (f"the {table.label} vectors on file were made by {rec.model!r} but {model!r} is configured; "
+                "run `vantage-peers reindex`")
+    if dimensions is not None and rec.dimensions != dimensions:
+        return (f"the {table.label} vectors on file have {rec.dimensions} dimensions but {dimensions} are "
+                "configured; run `vantage-peers reindex`")
+    return None
+
+
 def table_exists(conn: Connection, table: VecTable) -> bool:
     return backend.of(conn).vectors.exists(conn, table)
 
@@ -163,23 +186,33 @@ def mismatch(conn: Connection, model: str, dimensions: int | None) -> str | None
 
 def ensure(conn: Connection, model: str, dimensions: int, table: VecTable) -> None:
     """Create `table` for (`model`, `dimensions`) on first use; refuse any other pair later."""
-    problem = mismatch(conn, model, dimensions)
+    problem = mismatch(conn, model, dimensions) or table_mismatch(conn, table, model, dimensions)
     if problem:
         raise ModelMismatch(problem)
     if table_exists(conn, table):
+        if table_model(conn, table) is None:  # made before the per-table record: the file's record holds
+            _record(conn, table, model, dimensions)
         return
     if conn.vec_version is None:
         raise ModelMismatch("the vector extension (sqlite-vec, or pgvector on PostgreSQL) is not loaded; "
                             "vectors cannot be stored")
     backend.of(conn).vectors.create(conn, table, dimensions)
+    _record(conn, table, model, dimensions)
     conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                      [(META_MODEL, model), (META_DIMS, str(int(dimensions)))])
+
+
+def _record(conn: Connection, table: VecTable, model: str, dimensions: int) -> None:
+    conn.execute("INSERT INTO vectorModels (name, model, dimensions, createdAt) VALUES (?, ?, ?, ?) "
+                 "ON CONFLICT (name) DO UPDATE SET model = excluded.model, dimensions = excluded.dimensions, "
+                 "createdAt = excluded.createdAt", (table.name, model, int(dimensions), now_ms()))
 
 
 def drop(conn: Connection, tables: Sequence[VecTable]) -> None:
     """Forget every vector of `tables` and the recorded model (reindex starts from here)."""
     for table in tables:
         backend.of(conn).vectors.drop(conn, table)
+        conn.execute("DELETE FROM vectorModels WHERE name = ?", (table.name,))
     conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (META_MODEL, META_DIMS))
 
 

@@ -13,7 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, Stric
 Number = StrictInt | StrictFloat
 
 
-class _Item(BaseModel):
+class _Model(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # validators built on first use, not at every start (#34)
+
+
+class _Item(_Model):
     model_config = ConfigDict(extra="allow")
 
 
@@ -70,32 +74,32 @@ class MemoryItem(_Item):
     score: Number | None = None
 
 
-class TasksTable(BaseModel):
+class TasksTable(_Model):
     kind: Literal["tasks-table"]
     items: list[TaskItem]
 
 
-class MessagesFeed(BaseModel):
+class MessagesFeed(_Model):
     kind: Literal["messages-feed"]
     items: list[MessageItem]
 
 
-class DiaryEntry(BaseModel):
+class DiaryEntry(_Model):
     kind: Literal["diary-entry"]
     item: DiaryItem
 
 
-class MissionTimeline(BaseModel):
+class MissionTimeline(_Model):
     kind: Literal["mission-timeline"]
     items: list[MissionItem]
 
 
-class BriefingNote(BaseModel):
+class BriefingNote(_Model):
     kind: Literal["briefing-note"]
     item: BriefingItem
 
 
-class MemoryQuote(BaseModel):
+class MemoryQuote(_Model):
     kind: Literal["memory-quote"]
     items: list[MemoryItem]
 
@@ -104,5 +108,5 @@ VpToolResult = Annotated[
     TasksTable | MessagesFeed | DiaryEntry | MissionTimeline | BriefingNote | MemoryQuote,
     Field(discriminator="kind"),
 ]
-VpToolResultSchema: TypeAdapter[VpToolResult] = TypeAdapter(VpToolResult)
+VpToolResultSchema: TypeAdapter[VpToolResult] = TypeAdapter(VpToolResult, config=ConfigDict(defer_build=True))
 KINDS = ("tasks-table", "messages-feed", "diary-entry", "mission-timeline", "briefing-note", "memory-quote")

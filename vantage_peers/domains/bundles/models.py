@@ -32,7 +32,8 @@ Priority = Literal[PRIORITIES]  # type: ignore[valid-type]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: validators are built on first use, not at every server start (#34)
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Relation(_Strict):
@@ -123,7 +124,7 @@ class MemberInfo(_Strict):
 
 
 class Source(BaseModel):
-    model_config = ConfigDict(extra="allow")  # producers may say more about themselves
+    model_config = ConfigDict(extra="allow", defer_build=True)  # producers may say more about themselves
     tool: Name
     version: Name | None = None
     namespace: Annotated[StrictStr, Field(min_length=1, max_length=200)]

@@ -53,7 +53,7 @@ def verify(secret: str | None, body: bytes, header: str | None) -> bool:
 
 # -- payload shapes (GitHub sends far more; only what is used is checked) ----------------------
 class _Lax(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)  # built on first use, not at start (#34)
 
 
 class User(_Lax):

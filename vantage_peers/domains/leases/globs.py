@@ -15,10 +15,13 @@ import functools
 import itertools
 import posixpath
 import unicodedata
-
-import pathspec
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ...core.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    import pathspec
 
 MAX_PATTERNS = 200
 MAX_PATTERN_CHARS = 1_000
@@ -89,7 +92,7 @@ def normalise(pattern: object, *, fold_case: bool = False, field: str = "paths")
     if anchored and "/" not in body.rstrip("/") and _is_glob(body) and body != "**":
         body = "/" + body  # `./*.py`: the root's .py files, not every .py file
     try:
-        pathspec.GitIgnoreSpec.from_lines([body])
+        _pathspec().GitIgnoreSpec.from_lines([body])
     except Exception as exc:  # noqa: BLE001 - pathspec raises several types for a malformed pattern
         raise InvalidArgument(f"{field}: {body[:60]!r} is not a valid gitignore pattern ({exc})") from None
     return body
@@ -136,9 +139,16 @@ def meaning(pattern: str) -> str:
     return pattern
 
 
+def _pathspec() -> ModuleType:
+    """pathspec, imported when a pattern is first read (#34: not at every server start)."""
+    import pathspec
+
+    return pathspec
+
+
 @functools.lru_cache(maxsize=4096)
 def spec(pattern: str) -> pathspec.GitIgnoreSpec:
-    return pathspec.GitIgnoreSpec.from_lines([meaning(pattern)])
+    return _pathspec().GitIgnoreSpec.from_lines([meaning(pattern)])
 
 
 def matches(pattern: str, path: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import uuid
@@ -14,6 +15,8 @@ from ...search.corpus import Corpus
 from . import indexer, vectors
 
 PROBE_TIMEOUT_S = 10.0
+REINDEX_MARK = "embedding.reindex"  # meta: the model a reindex under way (or killed) is building
+REINDEX_BATCH = 256  # rows claimed per round; the local model splits them by its token budget
 
 
 def doctor_checks(settings: Any, db: Database, corpora: Sequence[Corpus] | None = None) -> list[tuple[str, str, str]]:
@@ -48,6 +51,20 @@ def doctor_checks(settings: Any, db: Database, corpora: Sequence[Corpus] | None 
         except EmbeddingError as exc:
             where = "bundled model" if local else settings.openai_base_url or "api.openai.com"
             out.append(("FAIL", label, f"{where}: {exc}"))
+    if embedder is not None and settings.embeddings == "local":
+        from ...embedding.local import local_embedder
+
+        files = embedder.files() if hasattr(embedder, "files") else local_embedder().files()
+        missing = [path for path, present in files if not present]
+        out.append(("FAIL" if missing else "ok", "model files",
+                    f"missing: {', '.join(missing)}" if missing else ", ".join(path for path, _ in files)))
+    tables = db.read(lambda c: [(c2.name, vectors.table_model(c, c2.vec)) for c2 in indexer.corpora_of(corpora)])
+    recorded_tables = [f"{name}: {rec.model} ({rec.dimensions} dims)" for name, rec in tables if rec is not None]
+    if recorded_tables:
+        out.append(("ok", "index model", "; ".join(recorded_tables)))
+    mark = db.read(lambda c: c.scalar("SELECT value FROM meta WHERE key = ?", (REINDEX_MARK,)))
+    if mark:
+        out.append(("WARN", "reindex", f"a reindex to {mark} was interrupted; run `vantage-peers reindex` to finish it"))
     queue = db.read(lambda c: indexer.pending(c, corpora))
     if queue["pending"] and embedder is not None:
         detail = ", ".join(f"{n} {name}" for name, n in queue["byCorpus"].items()) + " waiting to be embedded"
@@ -57,56 +74,87 @@ def doctor_checks(settings: Any, db: Database, corpora: Sequence[Corpus] | None 
     return out
 
 
+def reindex_embedder(settings: Any) -> Any:
+    """The embedder `reindex` uses: the local model in this process on every core (a person is waiting;
+    through the shared host it would queue one batch at a time behind every server's queries, #34),
+    else the configured provider."""
+    if settings.embeddings == "local":
+        from ...embedding.embeddings import folder_embedder
+        from ...embedding.local import LocalEmbedder
+
+        cores = max(1, min(4, os.cpu_count() or 1))
+        named = getattr(settings, "embed_model", None)
+        return folder_embedder(named, threads=cores) if named else LocalEmbedder(idle_unload_s=None, threads=cores)
+    return embedder_for(settings)
+
+
+def _begin(conn: Any, corpora: Sequence[Corpus] | None, model: str) -> tuple[int, int]:
+    """(total, already done). A reindex for `model` that was killed resumes where it stopped: its
+    finished rows have no job left, and the dead run's leases are released. Otherwise every vector
+    is dropped and every row queued, and the run is marked in `meta` until it finishes."""
+    mark = conn.scalar("SELECT value FROM meta WHERE key = ?", (REINDEX_MARK,))
+    if mark == model:
+        total = pending = 0
+        for corpus in indexer.corpora_of(corpora):
+            conn.execute(f"UPDATE {corpus.jobs} SET leaseOwner = NULL, leaseUntil = NULL, nextAttemptAt = 0 "
+                         "WHERE leaseOwner LIKE 'reindex-%'")
+            total += int(conn.scalar(f"SELECT count(*) FROM {corpus.source}"))
+            pending += int(conn.scalar(f"SELECT count(*) FROM {corpus.jobs}"))
+        return total, max(0, total - pending)
+    total = indexer.reset_all(conn, corpora)
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                 (REINDEX_MARK, model))
+    return total, 0
+
+
 def reindex(settings: Any, db: Database, *, corpora: Sequence[Corpus] | None = None, err: TextIO | None = None, max_failures: int = 5,
-            pause: Callable[[float], None] = time.sleep) -> int:
-    """Drop every vector, queue every memory and fix pattern (every corpus) and embed them all now,
-    with a progress bar on `err`.
+            pause: Callable[[float], None] = time.sleep, embedder: Any = None) -> int:
+    """Re-embed every memory and fix pattern (every corpus) now, with a progress bar on `err` (items,
+    rate, ETA). Resumable: run again after a kill and it embeds only what was not done. Memory stays
+    bounded: rows are claimed REINDEX_BATCH at a time and the local model runs token-budget batches.
 
     Returns a process exit code: 0 when everything was embedded, 1 when the endpoint kept failing
     (the remaining jobs stay queued for the server's background worker).
     """
+    from tqdm import tqdm
+
     err = err or sys.stderr
-    embedder = embedder_for(settings)
+    embedder = embedder or reindex_embedder(settings)
     if embedder is None:
         err.write("vantage-peers reindex: embeddings are off (VP_EMBEDDINGS=none); unset it for the local model, "
                   "or set OPENAI_API_KEY / OPENAI_BASE_URL first\n")
         return 2
-    total = db.write(lambda c: indexer.reset_all(c, corpora))
+    total, done = db.write(lambda c: _begin(c, corpora, embedder.model))
+    if done:
+        err.write(f"vantage-peers reindex: resuming, {done} of {total} already embedded with {embedder.model}\n")
     owner = f"reindex-{uuid.uuid4().hex[:8]}"
-    done, failures = 0, 0
-
-    def bar() -> None:
-        width = 30
-        filled = width if total == 0 else int(width * done / total)
-        pct = 100 if total == 0 else int(100 * done / total)
-        err.write(f"\rreindex {embedder.model}: [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {pct}%")
-        err.flush()
-
-    def progress(n: int) -> None:
-        nonlocal done
-        done += n
-        bar()
-
-    bar()
-    while done < total:
-        result = indexer.embed_pending(db, embedder, owner=owner, budget_s=3600, on_progress=progress, corpora=corpora)
-        if result.get("skipped"):
-            err.write(f"\nvantage-peers reindex: {result['skipped']}\n")
-            return 1
-        if result.get("error"):
-            failures += 1
-            if failures >= max_failures:
-                err.write(f"\nvantage-peers reindex: the endpoint keeps failing ({result['error']}); "
-                          f"{total - done} rows stay queued for the background worker\n")
+    failures = 0
+    bar = tqdm(total=total, initial=done, desc=f"reindex {embedder.model}", unit=" docs", file=err,
+               mininterval=0.5, smoothing=0.1, ascii=not getattr(err, "isatty", lambda: False)())
+    try:
+        while done < total:
+            result = indexer.embed_pending(db, embedder, owner=owner, budget_s=3600, batch=REINDEX_BATCH,
+                                           on_progress=bar.update, corpora=corpora)
+            done += result["embedded"]
+            if result.get("skipped"):
+                err.write(f"\nvantage-peers reindex: {result['skipped']}\n")
                 return 1
-            pause(min(2**failures, 30))
-            # A person is waiting: retry now rather than after the background backoff.
-            db.write(lambda c: indexer.retry_now(c, corpora))
-        elif result["embedded"] == 0:
-            break  # what is left is leased by a server process, or refused item by item
-    err.write("\n")
+            if result.get("error"):
+                failures += 1
+                if failures >= max_failures:
+                    err.write(f"\nvantage-peers reindex: the endpoint keeps failing ({result['error']}); "
+                              f"{total - done} rows stay queued for the background worker\n")
+                    return 1
+                pause(min(2**failures, 30))
+                # A person is waiting: retry now rather than after the background backoff.
+                db.write(lambda c: indexer.retry_now(c, corpora))
+            elif result["embedded"] == 0:
+                break  # what is left is leased by a server process, or refused item by item
+    finally:
+        bar.close()
     left = db.read(lambda c: indexer.pending(c, corpora))["pending"]
     if left:
         err.write(f"vantage-peers reindex: {left} rows are not embedded yet (see `vantage-peers doctor`)\n")
         return 1
+    db.write(lambda c: c.execute("DELETE FROM meta WHERE key = ?", (REINDEX_MARK,)))
     return 0

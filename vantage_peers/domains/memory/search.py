@@ -198,6 +198,16 @@ def _rows_by_seq(conn: Connection, seqs: list[int], where: list[str], params: li
     return {row["seq"]: row for row in rows}
 
 
+def _reranked(conn: Connection, fused: list[Any], query: str, rerank: Callable[[str, list[str]], list[float]],
+              k: int, where: list[str], params: list[Any]) -> list[Any]:
+    """`fused` with its top `k` (those still readable) reordered by the reranker's scores."""
+    rows = _rows_by_seq(conn, [f.key for f in fused[:k]], where, params)
+    head = [f for f in fused[:k] if f.key in rows]
+    scores = rerank(query, [rows[f.key]["content"] for f in head])
+    order = sorted(range(len(head)), key=lambda i: -scores[i])  # stable: ties keep the fused order
+    return [head[i] for i in order] + [f for f in fused[:k] if f.key not in rows] + list(fused[k:])
+
+
 def _bonuses(conn: Connection, query: str, now: int, scores: Mapping[Hashable, float]) -> dict[Hashable, float]:
     """Context, date and asking adjustments on the fused scores (each computed on the same base scores)."""
     out = context_bonus(conn, scores)
@@ -209,8 +219,12 @@ def _bonuses(conn: Connection, query: str, now: int, scores: Mapping[Hashable, f
 
 def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reason: str | None,
            scope: Scope | None, types: Sequence[str] | None, include_superseded: bool, limit: int, now: int,
-           shape: Shape = memory_doc, use_keyword: bool = True, fields: str = "full") -> dict[str, Any]:
+           shape: Shape = memory_doc, use_keyword: bool = True, fields: str = "full",
+           rerank: Callable[[str, list[str]], list[float]] | None = None, rerank_k: int = 30) -> dict[str, Any]:
     """Fuse BM25 and KNN (z-score convex); keyword mode (with `reason`) when there is no query vector.
+
+    `rerank` (recall with VP_RERANK_MODEL, embedding/rerank.py) rescores the fused top `rerank_k` by
+    (query, content) and reorders them; the rest keep their fused order.
 
     `use_keyword=False` is the semantic-only ranking (cosine order) of search_episodes_by_semantic,
     which still answers from BM25 when no vector is available.
@@ -235,6 +249,8 @@ def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
     # rankers answered: keyword mode keeps BM25 order, semantic mode cosine order.
     fused = convex(lists, adjust=(lambda scores: _bonuses(conn, query, now, scores)) if len(lists) == 2 else None)
     where, params = _filters(scope, types, include_superseded, now)
+    if rerank is not None and len(fused) > 1:
+        fused = _reranked(conn, fused, query, rerank, rerank_k, where, params)
     # Whole rows (and snippets) only for the head of the fused list; a key whose row is gone
     # (deleted since it was ranked) is skipped, so read a margin beyond `limit`.
     head = [f.key for f in fused[: limit * 2 + 10]]

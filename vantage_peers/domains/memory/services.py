@@ -9,6 +9,7 @@ indexer is not affected (it has its own per-job backoff).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -19,6 +20,8 @@ from typing import Any
 from ...embedding.embeddings import Embedder, EmbeddingError, embedder_for
 from . import vectors
 
+log = logging.getLogger("vantage_peers.embeddings")
+
 QUERY_TIMEOUT_S = 3.0
 COOLDOWN_S = 30.0
 CACHE_SIZE = 256
@@ -26,6 +29,7 @@ CACHE_SIZE = 256
 
 class MemoryServices:
     def __init__(self, settings: Any) -> None:
+        self.settings = settings
         self.embedder: Embedder | None = embedder_for(settings)
         self.owner = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"  # lease owner for embedding jobs
         self.query_timeout = QUERY_TIMEOUT_S
@@ -33,6 +37,24 @@ class MemoryServices:
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
         self._down_until = 0.0
         self._down_reason = ""
+
+    def reranker(self) -> Any:
+        """recall's reranker (VP_RERANK_MODEL) as a scoring function that never raises: a failure
+        returns the candidates' own order (scores descending by position), logged once per call."""
+        from ...embedding.rerank import reranker_for
+
+        model = reranker_for(self.settings)
+        if model is None:
+            return None
+
+        def score(query: str, docs: list[str]) -> list[float]:
+            try:
+                return model.score(query, docs)
+            except EmbeddingError as exc:
+                log.warning("reranker skipped: %s", exc)
+                return [-float(i) for i in range(len(docs))]
+
+        return score
 
     def query_vector(self, db: Any, text: str, *, table: vectors.VecTable = vectors.MEMORIES,
                      ) -> tuple[list[float] | None, str | None]:
@@ -46,7 +68,9 @@ class MemoryServices:
                 return "the sqlite-vec extension is not available"
             if not vectors.table_exists(conn, table):
                 return f"no {table.label} has been embedded yet"
-            return vectors.mismatch(conn, embedder.model, embedder.dimensions)
+            # the table's own record decides: a query vector meets only vectors of its own model
+            return (vectors.mismatch(conn, embedder.model, embedder.dimensions)
+                    or vectors.table_mismatch(conn, table, embedder.model, embedder.dimensions))
 
         problem = db.read(state)
         if problem:
@@ -67,7 +91,7 @@ class MemoryServices:
         bad = vectors.unusable(vector)
         if bad:  # e.g. an all-zero vector for `(((`: cosine is undefined, answer from BM25 and say why
             return None, f"{bad} for this query (cosine similarity is undefined); keyword results only"
-        recorded = db.read(vectors.recorded)
+        recorded = db.read(lambda c: vectors.table_model(c, table) or vectors.recorded(c))
         if recorded is not None and len(vector) != recorded.dimensions:
             return None, (f"the endpoint returns {len(vector)}-dimensional vectors but the file holds "
                           f"{recorded.dimensions}; run `vantage-peers reindex`")

@@ -59,12 +59,13 @@ def register(app: App) -> None:
     dense_text_for(app, ("recall", "text_search", "hybrid_search", "list_memories"))
 
     def run_search(query: Any, namespace: str | None, type_: Any, limit: int | None, include: bool | None,
-                   fields: Any = "full", detail: Any = "compact", *, keyword_only: bool = False) -> dict[str, Any]:
-        return shape(_search(query, namespace, type_, limit, include, fields, keyword_only=keyword_only),
-                     detail, HIT, fields=fields)
+                   fields: Any = "full", detail: Any = "compact", *, keyword_only: bool = False,
+                   rerank: bool = False) -> dict[str, Any]:
+        return shape(_search(query, namespace, type_, limit, include, fields, keyword_only=keyword_only,
+                             rerank=rerank), detail, HIT, fields=fields)
 
     def _search(query: Any, namespace: str | None, type_: Any, limit: int | None, include: bool | None,
-                fields: Any, *, keyword_only: bool) -> dict[str, Any]:
+                fields: Any, *, keyword_only: bool, rerank: bool) -> dict[str, Any]:
         text = require_query(query)
         projection = check_fields(fields)
         scope = store.scope_of(namespace, visible=app.read_prefixes())
@@ -75,9 +76,11 @@ def register(app: App) -> None:
             return db.read(lambda c: search.text_search(
                 c, query=text, scope=scope, types=types, include_superseded=bool(include), limit=size, now=now, fields=projection))
         vector, reason = svc.query_vector(db, text)
+        scorer = svc.reranker() if rerank else None
         return db.read(lambda c: search.hybrid(
             c, query=text, vector=vector, reason=reason, scope=scope, types=types,
-            include_superseded=bool(include), limit=size, now=now, fields=projection))
+            include_superseded=bool(include), limit=size, now=now, fields=projection,
+            rerank=scorer, rerank_k=app.settings.rerank_top_k))
 
     @app.tool("write", identity="createdBy", idempotent=True)
     def store_memory(
@@ -153,7 +156,7 @@ def register(app: App) -> None:
         fields: Fields = "full",
         detail: Detail = "compact",
     ) -> dict[str, Any]:
-        return run_search(query, namespace, type, limit, includeSuperseded, fields, detail)
+        return run_search(query, namespace, type, limit, includeSuperseded, fields, detail, rerank=True)
 
     @app.tool("read", description=TEXT_SEARCH_TOOL_DESCRIPTION)
     def text_search(

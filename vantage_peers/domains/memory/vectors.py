@@ -30,6 +30,8 @@ from ...search.vectors import (  # noqa: F401 - re-exported for memory callers
     nearest,
     recorded,
     rescore,
+    table_mismatch,
+    table_model,
     unusable,
 )
 

@@ -194,6 +194,12 @@ def install(app: App, mcp: MCPServer) -> None:
         uris = [u for u in (params.notifications.resource_subscriptions or [])
                 if URI.match(str(u)) and not policy.personal_denial(principal, str(u))]
         token = anyio.lowlevel.current_token()
+        asked = params.notifications.resource_subscriptions or []
+        if len(uris) != len(asked):  # the SDK's stream filters the shared bus by what it acknowledged: drop
+            # another identity's URIs from the request itself, or it would hear their updates (#31)
+            kept = [u for u in asked if not policy.personal_denial(principal, str(u))]
+            params = params.model_copy(update={"notifications": params.notifications.model_copy(
+                update={"resource_subscriptions": kept or None})})
         for uri in uris:
             notifier.add(str(uri), None)
         try:
