@@ -43,7 +43,7 @@ def test_the_server_instance_is_not_lent_to_another_orchestrator(sigma):
 def test_the_server_instance_is_still_the_default_for_its_own_orchestrator(sigma):
     sigma.call("set_summary", summary="here")
     sigma.call("send_message", channel="pi", content="hello")
-    assert sigma.call("list_messages")["items"][0]["fromInstanceId"] == "sigma-1"
+    assert sigma.call("list_messages", detail="full")["items"][0]["fromInstanceId"] == "sigma-1"
     sigma.call("write_diary", date="2026-01-02", content="x")
     assert sigma.call("get_diary", date="2026-01-02")["instanceId"] == "sigma-1"
     task = sigma.call("create_task", title="t", assignedTo="pi", priority="low")

@@ -34,7 +34,7 @@ def test_a_megabyte_document_searches_with_a_bounded_snippet(tools):
     big = "alpha beta gamma " * 58_000  # ~1 MB of matching words: FTS5 snippet() was quadratic here
     sent = tools.call("send_message", **{"from": "alice", "channel": "bob", "content": big})
     tools.call("send_message", **{"from": "alice", "channel": "bob", "content": "a short alpha note"})
-    res = tools.call("search_messages_by_keyword", query="alpha gamma", limit=5)
+    res = tools.call("search_messages_by_keyword", query="alpha gamma", limit=5, detail="full")
     assert {i["_id"] for i in res["items"]} >= {sent["messageId"]} or res.get("truncated")
     assert _size(res) <= ENVELOPE_TARGET_BYTES
     hit = next(i for i in res["items"] if i["_id"] == sent["messageId"])

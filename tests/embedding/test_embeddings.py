@@ -69,12 +69,12 @@ def test_semantic_query_finds_a_memory_sharing_no_keyword(eapp, etools):
         put(etools, text)
     run_embeddings(eapp)
     assert etools.call("text_search", query="car", namespace="project/cars")["items"] == []
-    found = etools.call("recall", query="car", namespace="project/cars", limit=3)
+    found = etools.call("recall", query="car", namespace="project/cars", limit=3, detail="full")
     assert found["mode"] == "hybrid"
     top = found["items"][0]
     assert top["_id"] == target and top["matchedBy"] == ["vector"] and top["ranks"] == {"vector": 1}
     assert top["similarity"] > 0.1 and top["score"] > found["items"][1]["score"]  # z-score fusion
-    both = etools.call("hybrid_search", query="automobile tyres", namespace="project/cars")["items"][0]
+    both = etools.call("hybrid_search", query="automobile tyres", namespace="project/cars", detail="full")["items"][0]
     assert both["_id"] == target and both["matchedBy"] == ["keyword", "vector"]
     assert both["score"] > 0 and "[automobile]" in both["snippet"]
     # Namespaces are isolated in the vector ranker too.
@@ -203,7 +203,7 @@ def test_episodes_semantic_search(eapp, etools):
                 goal="Coffee", action="Brew", outcome="Coffee", insight="Grind finer", severity="minor")
     put(etools, "deploy checklist is in the wiki", namespace="orchestrator/alice")  # not an episode
     run_embeddings(eapp)
-    found = etools.call("search_episodes_by_semantic", query="deploy", namespace="orchestrator/alice")
+    found = etools.call("search_episodes_by_semantic", query="deploy", namespace="orchestrator/alice", detail="full")
     assert found["mode"] == "semantic"
     assert found["items"][0]["_id"] == ep["memoryId"] and found["items"][0]["severity"] == "major"
     assert all(i["type"] == "episode" for i in found["items"])

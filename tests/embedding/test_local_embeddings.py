@@ -55,7 +55,7 @@ def test_the_agent_question_ranks_the_clerk_memory_first(db_path):
             assert _embed_all(app) == {"embedded": 2, "failed": 0}
             assert app.db.read(vectors.recorded) == vectors.Recorded(local.MODEL, 384)
             for tool in ("recall", "hybrid_search"):
-                found = tools.call(tool, query="how do we protect routes with authentication")
+                found = tools.call(tool, query="how do we protect routes with authentication", detail="full")
                 assert found["mode"] == "hybrid"
                 assert [h["_id"] for h in found["items"]] == [clerk["memoryId"], pg["memoryId"]]
                 top, second = found["items"]

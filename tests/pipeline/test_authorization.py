@@ -314,7 +314,7 @@ def task_bundle(task: dict[str, Any]) -> str:
 
 
 def titled(server, token, title: str) -> list[dict[str, Any]]:
-    items = ok(call(server, token, "list_tasks", {"limit": 200, "status": "all"}))["items"]
+    items = ok(call(server, token, "list_tasks", {"limit": 200, "status": "all", "detail": "full"}))["items"]
     return [t for t in items if t["title"] == title]
 
 

@@ -33,7 +33,7 @@ def test_text_search_ranks_snippets_and_falls_back_to_any_word(tools):
     best = put(tools, "apsw loads sqlite-vec; apsw bundles sqlite")
     other = put(tools, "sqlite is the storage engine")
     put(tools, "nothing relevant here")
-    res = tools.call("text_search", query="apsw sqlite")
+    res = tools.call("text_search", query="apsw sqlite", detail="full")
     assert res["mode"] == "keyword" and res["match"] == "all"
     assert [i["_id"] for i in res["items"]] == [best]
     assert "[apsw]" in res["items"][0]["snippet"] and res["items"][0]["score"] > 0
@@ -47,7 +47,7 @@ def test_keyword_mode_recall_and_hybrid_never_empty_without_a_key(tools):
     target = put(tools, "The deployment runbook lives in docs/runbook.md", type="procedure")
     put(tools, "Lunch is at noon", type="note")
     for tool in ("recall", "hybrid_search"):
-        res = tools.call(tool, query="where is the deployment runbook?")
+        res = tools.call(tool, query="where is the deployment runbook?", detail="full")
         assert res["mode"] == "keyword" and "embeddings are off" in res["reason"]
         top = res["items"][0]
         assert top["_id"] == target and top["matchedBy"] == ["keyword"] and top["ranks"] == {"keyword": 1}

@@ -83,12 +83,12 @@ EMITTERS = {"list_tasks": "tasks-table", "list_messages": "messages-feed", "get_
 
 def _calls(ids):
     return {
-        "list_tasks": {"assignedTo": "sigma"},
-        "list_messages": {"channel": "fleet"},
+        "list_tasks": {"assignedTo": "sigma", "detail": "full"},  # compact items carry no card (issue 34)
+        "list_messages": {"channel": "fleet", "detail": "full"},
         "get_diary": {"date": "2026-06-01", "orchestrator": "sigma"},
-        "list_missions": {"pilot": "tau"},
+        "list_missions": {"pilot": "tau", "detail": "full"},
         "get_briefing_note": {"noteId": ids["note"][0]},
-        "recall": {"query": "marker", "namespace": "sigma"},
+        "recall": {"query": "marker", "namespace": "sigma", "detail": "full"},
     }
 
 

@@ -78,8 +78,9 @@ def _type_lists(node: Any) -> Any:
     return out
 
 
-# Defaults a model needs no telling: a flag is off unless passed; `fields` is `full` unless `lite`.
-_SILENT_DEFAULTS: tuple[tuple[str | None, Any], ...] = ((None, False), ("fields", "full"))
+# Defaults a model needs no telling: a flag is off unless passed; `fields` is `full` unless `lite`;
+# `detail` is `compact` unless `full` (the server instructions say so once, issue 34).
+_SILENT_DEFAULTS: tuple[tuple[str | None, Any], ...] = ((None, False), ("fields", "full"), ("detail", "compact"))
 
 
 def _lean(node: Any) -> Any:

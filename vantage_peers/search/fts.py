@@ -64,19 +64,23 @@ def query_tokens(text: str) -> int:
     return len(_tokens(text))
 
 
+def or_terms(text: str) -> list[str]:
+    """The terms of the any-word query for `text` (stopwords dropped unless there is nothing else)."""
+    tokens = _tokens(text)
+    content = [t for t in tokens if not is_stopword(t)]
+    tokens = content or tokens  # a question made only of stopwords still searches them
+    tokens = list(dict.fromkeys(tokens))  # a repeated word adds nothing to an OR
+    return [_term(raw) for raw in tokens[:MAX_TOKENS]]
+
+
 def fts_query(text: str, mode: Literal["and", "or"] = "and") -> str | None:
     """The MATCH expression for `text`, or None when it holds nothing searchable."""
-    tokens = _tokens(text)
     if mode == "or":
-        content = [t for t in tokens if not is_stopword(t)]
-        tokens = content or tokens  # a question made only of stopwords still searches them
-        tokens = list(dict.fromkeys(tokens))  # a repeated word adds nothing to an OR
-    tokens = tokens[:MAX_TOKENS]
+        return " OR ".join(or_terms(text)) or None
+    tokens = _tokens(text)[:MAX_TOKENS]
     if not tokens:
         return None
     terms = [_term(raw) for raw in tokens]
-    if mode == "or":
-        return " OR ".join(terms)
     # FTS5 reads "a b" as a AND b, but not "(a OR b) c": say AND when a term is a group.
     return (" AND " if any(t.startswith("(") for t in terms) else " ").join(terms)
 

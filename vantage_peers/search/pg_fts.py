@@ -27,6 +27,8 @@ from __future__ import annotations
 import math
 import re
 import threading
+import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -391,6 +393,47 @@ def _ranked_rows(conn: Connection, *, fts: str, table: str, query: str, terms: l
     return out
 
 
+# BM25's statistics of a large table, remembered per process for STATS_TTL_S: N and the total length
+# (an index-only scan of every row: ≈16 ms at 100k) and a common word's document frequency (a scan of
+# its rows: ≈50 ms for a word in most of 100k rows). Within seconds they move by a few rows in
+# thousands; a table under LARGE_ROWS rows, or a word in fewer rows than that, is counted every time.
+STATS_TTL_S = 10.0
+LARGE_ROWS = 10_000
+_stats: weakref.WeakKeyDictionary[Any, dict[Any, tuple[float, Any]]] = weakref.WeakKeyDictionary()
+_stats_lock = threading.Lock()
+
+
+def _remembered(conn: Connection, key: Any, count: Any, keep: Any) -> Any:
+    owner = getattr(conn, "db", None)
+    now = time.monotonic()
+    with _stats_lock:
+        seen = _stats.get(owner, {}).get(key) if owner is not None else None
+    if seen is not None and now - seen[0] < STATS_TTL_S:
+        return seen[1]
+    value = count()
+    if owner is not None and keep(value):
+        with _stats_lock:
+            _stats.setdefault(owner, {})[key] = (now, value)
+    return value
+
+
+def statistics(conn: Connection, fts: str, phrase_queries: Sequence[str | None]) -> tuple[float, float, list[float]]:
+    """(N, total length, each phrase's document frequency) of side table `fts` for BM25."""
+    def table() -> tuple[float, float]:
+        row = budget.query(conn, f"SELECT count(*) AS n, coalesce(sum(len), 0) AS total FROM {fts}")
+        return (float(row[0]["n"]), float(row[0]["total"])) if row else (0.0, 0.0)
+
+    n, total = _remembered(conn, (fts, None), table, lambda v: v[0] >= LARGE_ROWS)
+    dfs = []
+    for q in phrase_queries:
+        def df(q: str | None = q) -> float:
+            row = budget.query(conn, f"SELECT count(*) AS h FROM {fts} WHERE doc @@ ?::tsquery", [q])
+            return float(row[0]["h"]) if row else 0.0
+
+        dfs.append(_remembered(conn, (fts, q), df, lambda v: n >= LARGE_ROWS and v >= LARGE_ROWS / 5))
+    return n, total, dfs
+
+
 def _sql_ranked(conn: Connection, *, fts: str, table: str, query: str, scored: list[_Term], limit: int,
                 where: Sequence[str], params: Sequence[Any], source: str, source_args: Sequence[Any],
                 columns: str) -> list[Row]:
@@ -404,11 +447,10 @@ def _sql_ranked(conn: Connection, *, fts: str, table: str, query: str, scored: l
     weight_of = " ".join(f"WHEN '{label}' THEN {float(weights[label])!r}" for label in used)
     freq_sql = (f"CASE WHEN t.label IS NULL THEN {every} ELSE (CASE t.label {weight_of} ELSE 1.0 END) "
                 "* cardinality(array_positions(u.weights, t.label)) END")
-    counts = ", ".join(f"(SELECT count(*) FROM {fts} WHERE doc @@ ?::tsquery)" for _ in scored)
     matching = " AND ".join(f"({c})" for c in ["f.doc @@ ?::tsquery", *where])
+    n, total, dfs = statistics(conn, fts, [_phrase_tsquery(Phrase("", None, False), t.lex, t.label) for t in scored])
     sql = (
-        f"WITH vp_stats AS MATERIALIZED (SELECT count(*)::float8 AS n, coalesce(sum(len), 0)::float8 AS total, "
-        f"ARRAY[{counts}]::float8[] AS dfs FROM {fts}), "
+        "WITH vp_stats AS MATERIALIZED (SELECT ?::float8 AS n, ?::float8 AS total, ?::float8[] AS dfs), "
         "vp_terms AS MATERIALIZED (SELECT t.lexeme, t.label, CASE WHEN l.x > 0 THEN l.x ELSE 1e-6 END AS idf "
         "FROM unnest(?::text[], ?::text[]) WITH ORDINALITY AS t(lexeme, label, i) CROSS JOIN vp_stats s "
         "CROSS JOIN LATERAL (SELECT ln((s.n - s.dfs[t.i] + 0.5) / (s.dfs[t.i] + 0.5)) AS x) AS l), "
@@ -422,8 +464,7 @@ def _sql_ranked(conn: Connection, *, fts: str, table: str, query: str, scored: l
         f"SELECT {columns}, -sc.score AS vp_rank FROM vp_scored sc JOIN {table} d ON d.seq = sc.seq "
         "ORDER BY vp_rank, d.id LIMIT ?"
     )
-    args = [*(_phrase_tsquery(Phrase("", None, False), t.lex, t.label) for t in scored),
-            [t.lex[0][0] for t in scored], [t.label for t in scored],
+    args = [n, total, dfs, [t.lex[0][0] for t in scored], [t.label for t in scored],
             *source_args, query, *params, K1, K1, B, B, sorted({t.lex[0][0] for t in scored}), int(limit)]
     out = []
     for row in budget.query(conn, sql, args):
@@ -431,6 +472,19 @@ def _sql_ranked(conn: Connection, *, fts: str, table: str, query: str, scored: l
         row["rank"] = float(row.pop("vp_rank"))
         out.append(row)
     return out
+
+
+def newest(conn: Connection, *, fts: str, match: str, limit: int) -> list[int]:
+    """The `seq`s of the newest `limit` rows of side table `fts` matching `match`, newest first
+    (search/bounded.py's probe: for a common word, a backward scan of the primary key stops early)."""
+    tree = parse(match)
+    labels = {name: LABELS[i] for i, name in enumerate(columns_of(conn, fts))}
+    query = tsquery(tree, lexemes(conn, [p.text for p in phrases(tree)]), labels)
+    if query is None:
+        return []
+    rows = budget.query(conn, f"SELECT seq FROM {fts} WHERE doc @@ ?::tsquery ORDER BY seq DESC LIMIT ?",
+                        [query, int(limit)])
+    return [int(r["seq"]) for r in rows]
 
 
 # ---- trigram (components): substring matches, BM25 over trigram counts

@@ -111,7 +111,7 @@ def test_keyword_search_with_topic_filter_and_scores(tools):
     note(tools, title="Release v2.13", topic="vp-release", content="Shipped the paging envelope fix.")
     note(tools, title="Standup", topic="standup", content="Paging work continues; envelope cap tested.")
     note(tools, title="Unrelated", topic="standup", content="Nothing to see.", decisions=["adopt envelope"])
-    hits = tools.call("search_briefing_notes_by_keyword", query="envelope")["items"]
+    hits = tools.call("search_briefing_notes_by_keyword", query="envelope", detail="full")["items"]
     assert len(hits) == 3 and all("score" in h for h in hits)
     assert hits == sorted(hits, key=lambda h: -h["score"])
     only = tools.call("search_briefing_notes_by_keyword", query="envelope paging", topic="standup")["items"]

@@ -144,7 +144,7 @@ def test_search_components_substring_by_name_or_team(tools):
     assert set(names("CONVEX")) == {"dev-convex-expert", "convex-migrator"}  # case-insensitive
     assert names("se") == ["mkt-seo-writer"]  # 2 characters: LIKE fallback
     assert names("nothing-like-this") == []
-    hit = call(tools, "search_components", {"query": "expert"})["items"][0]
+    hit = call(tools, "search_components", {"query": "expert", "detail": "full"})["items"][0]
     assert "content" not in hit and "score" in hit
 
 

@@ -125,7 +125,7 @@ def test_hostile_and_huge_input(tools):
     assert tools.call("get_diary", date="2026-05-29", orchestrator="'; DROP TABLE diary; --") is None
     assert tools.call("delete_diary", diaryId="'; DROP TABLE diary; --", callerOrchestrator="s") == {"deleted": False}
     assert "cursor" in tools.error("list_diaries", cursor="not-a-cursor!!")
-    assert call(tools, "list_diaries", {"orchestrator": "s"})["items"][0]["content"] == ok
+    assert call(tools, "list_diaries", {"orchestrator": "s", "detail": "full"})["items"][0]["content"] == ok
     assert error(tools, "list_diaries", {"fields": "medium"})
 
 

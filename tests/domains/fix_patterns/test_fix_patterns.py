@@ -87,7 +87,7 @@ def test_list_insert_n_get_n_full_cursor_chain_and_lite_keys(tools):
     lite, _ = tools.pages("list_fix_patterns", limit=200, fields="lite")
     assert len(lite) == 45 and all(set(i) == LITE for i in lite)
     assert [i["validated"] for i in lite].count(True) == 1 and lite[-1]["validated"] is True
-    only, pages = tools.pages("list_fix_patterns", project="proj-1", limit=4)
+    only, pages = tools.pages("list_fix_patterns", project="proj-1", limit=4, detail="full")
     assert len(only) == 15 and pages == 4 and {i["sourceProject"] for i in only} == {"proj-1"}
     assert tools.call("list_fix_patterns", project="nobody")["items"] == []
     first = tools.call("list_fix_patterns")

@@ -75,7 +75,7 @@ def test_episode_searches_only_return_episodes(tools, tool):
     mid = episode(tools, outcome="The flaky migration test was fixed")
     tools.call("store_memory", namespace="orchestrator/alice", type="note", content="flaky migration note",
                createdBy="alice")
-    res = tools.call(tool, query="flaky migration", namespace="orchestrator/alice")
+    res = tools.call(tool, query="flaky migration", namespace="orchestrator/alice", detail="full")
     assert [i["_id"] for i in res["items"]] == [mid]
     assert res["items"][0]["outcome"] == "The flaky migration test was fixed"
     if tool == "search_episodes_by_semantic":

@@ -93,7 +93,7 @@ def test_identifiers_stay_in_the_top_5_with_local_embeddings(db_path, database_u
             assert run_embeddings(app)["embedded"] == 5 * (1 + 4 * len(SHORT))
             for handle, memory_id in targets.items():
                 for tool in ("recall", "hybrid_search"):
-                    found = tools.call(tool, query=handle, namespace=NS, limit=5)
+                    found = tools.call(tool, query=handle, namespace=NS, limit=5, detail="full")
                     assert found["mode"] == "hybrid", found
                     top = [h["_id"] for h in found["items"]]
                     assert memory_id in top, (tool, handle, found["items"])

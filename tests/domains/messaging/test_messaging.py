@@ -120,7 +120,7 @@ def test_search_messages_by_keyword(team):
     send(team, "alice", "bob", "The deploy of staging failed at 3am")
     send(team, "carol", "bob", "Lunch plans?")
     send(team, "alice", "dave", "staging is green again")
-    hits = team.call("search_messages_by_keyword", query="staging")["items"]
+    hits = team.call("search_messages_by_keyword", query="staging", detail="full")["items"]
     assert len(hits) == 2 and all("[staging]" in h["snippet"] for h in hits)
     assert all(isinstance(h["score"], float) for h in hits)
     assert len(team.call("search_messages_by_keyword", query="staging", **{"from": "alice"}, channel="dave")["items"]) == 1

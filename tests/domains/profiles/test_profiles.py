@@ -75,7 +75,7 @@ def test_identity_defaults_and_presence_refresh(settings):
             assert [(p["id"], p["instanceId"]) for p in peers] == [("tau", "tau-laptop")]
             first = peers[0]["lastSeen"]
             tools.call("send_message", channel="bob", content="hello")  # `from` defaults to tau
-            msg = tools.call("list_messages")["items"][0]
+            msg = tools.call("list_messages", detail="full")["items"][0]
             assert msg["from"] == "tau" and msg["fromInstanceId"] == "tau-laptop"
             assert tools.call("list_peers")["items"][0]["lastSeen"] >= first
             assert tools.call("set_summary", summary="on it")["instanceId"] == "tau-laptop"

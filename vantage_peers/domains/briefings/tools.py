@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.compact import Compact, Detail, dense_text_for, shape
 from ...core.envelope import cut
 from ...core.errors import InvalidArgument
 from ...core.validators import MAX_CONTENT_BYTES, MAX_FIELD_BYTES, require_query, text, text_list
@@ -14,6 +15,8 @@ from . import store
 
 # Spec §27.14: the VP-Sources doctrine follows these two descriptions verbatim.
 LIST_BRIEFING_NOTES_TOOL_DESCRIPTION = with_doctrine("""List briefing notes newest first, by `topic` or `updatedSince` (`limit` 15 with full fields).""")
+# Compact answers (core/compact.py).
+NOTE = Compact(keys=("_id", "title", "topic"), text=("content",))
 
 SEARCH_BRIEFING_NOTES_BY_KEYWORD_TOOL_DESCRIPTION = with_doctrine("""Search briefing notes (title, content, decisions) by keyword; every word must match.""")
 
@@ -33,6 +36,7 @@ def _changes(**fields: Any) -> dict[str, Any]:
 
 def register(app: App) -> None:
     db = app.db
+    dense_text_for(app, ("list_briefing_notes", "search_briefing_notes_by_keyword"))
 
     @app.tool("write", identity="createdBy", idempotent=True)
     def create_briefing_note(
@@ -89,21 +93,22 @@ def register(app: App) -> None:
         limit: int | None = None,
         cursor: str | None = None,
         fields: Fields = "full",
+        detail: Detail = "compact",
     ) -> dict[str, Any]:
         projection = check_fields(fields)
-        return db.read(
+        return shape(db.read(
             lambda c: store.list_notes(
                 c, topic=topic, updated_since=updatedSince, limit=limit, cursor=cursor, fields=projection
             )
-        )
+        ), detail, NOTE, fields=projection)
 
     @app.tool("read", description=SEARCH_BRIEFING_NOTES_BY_KEYWORD_TOOL_DESCRIPTION)
     def search_briefing_notes_by_keyword(
-        query: str, topic: str | None = None, limit: int | None = None
+        query: str, topic: str | None = None, limit: int | None = None, detail: Detail = "compact"
     ) -> dict[str, Any]:
         words = require_query(query)
         size = clamp_limit(limit)
-        return cut(db.read(lambda c: store.search_notes(c, query=words, topic=topic, limit=size)))
+        return shape(cut(db.read(lambda c: store.search_notes(c, query=words, topic=topic, limit=size))), detail, NOTE)
 
     @app.tool("destructive", identity="callerOrchestrator")
     def delete_briefing_note(noteId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from ...core.compact import Compact, Detail, dense_text_for, shape
 from ...core.envelope import cut
 from ...core.errors import InvalidArgument
 from ...core.validators import MAX_CONTENT_BYTES, require_query, text
@@ -15,6 +16,8 @@ from . import store
 
 ComponentType = Literal["agent", "skill", "hook", "plugin"]
 MAX_COMPONENT_BYTES = 4 * MAX_CONTENT_BYTES  # whole files, plugins included
+# Compact answers (core/compact.py): name, type, version and day; the content is get_component's.
+COMPONENT = Compact(keys=("_id", "name", "type", "version", "team"), short=("content",))
 
 
 def _content(value: Any, digest: str | None) -> str:
@@ -33,6 +36,7 @@ def _content(value: Any, digest: str | None) -> str:
 
 def register(app: App) -> None:
     db = app.db
+    dense_text_for(app, ("list_components", "search_components"))
 
     @app.tool("write", identity="createdBy", idempotent=True)
     def register_component(
@@ -82,11 +86,12 @@ def register(app: App) -> None:
         limit: int | None = None,
         cursor: str | None = None,
         fields: Fields = "full",
+        detail: Detail = "compact",
     ) -> dict[str, Any]:
-        """List components (latest revision each), newest first; prefer `fields="lite"`: full items carry whole files."""
-        return db.read(
+        """List components (latest revision each), newest first; `detail: "full"` items carry whole files."""
+        return shape(db.read(
             lambda c: store.list_components(c, type_=type, team=team, limit=limit, cursor=cursor, fields=fields)
-        )
+        ), detail, COMPONENT, fields=fields)
 
     @app.tool("write", identity="callerOrchestrator", identity_required=False,
               shared="the component registry is the team's: any teammate adds a revision (its author is recorded)")
@@ -120,8 +125,9 @@ def register(app: App) -> None:
         return db.write(lambda c: store.delete(c, name=name, type_=type, caller=caller))
 
     @app.tool("read")
-    def search_components(query: str, type: ComponentType | None = None, limit: int | None = None) -> dict[str, Any]:
+    def search_components(query: str, type: ComponentType | None = None, limit: int | None = None,
+                          detail: Detail = "compact") -> dict[str, Any]:
         """Find components whose name or team contains the words of `query` (items without content)."""
         words = require_query(query)
         size = clamp_limit(limit)
-        return cut(db.read(lambda c: store.search(c, query=words, type_=type, limit=size)))
+        return shape(cut(db.read(lambda c: store.search(c, query=words, type_=type, limit=size))), detail, COMPONENT)

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from ...core.compact import Compact, Detail, dense_text_for, shape
 from ...core.errors import InvalidArgument
 from ...core.validators import MAX_CONTENT_BYTES, iso_date, text, text_list
 from ...db.paging import Fields, clamp_limit
@@ -13,9 +14,13 @@ from ...pipeline.app import App
 from ...pipeline.policy import Owns, declared_loader
 from . import store
 
+# Compact answers (core/compact.py): an entry is its id, author, date and its content on one line.
+ENTRY = Compact(keys=("_id", "orchestrator", "date"), text=("content",))
+
 
 def register(app: App) -> None:
     db = app.db
+    dense_text_for(app, ("list_diaries", "list_diary_by_date_range"))
     app.add_record("diary entry", declared_loader("diary entry"))
 
     @app.tool("idempotent", identity="orchestrator", instance="instanceId")
@@ -54,18 +59,19 @@ def register(app: App) -> None:
         limit: int | None = None,
         cursor: str | None = None,
         fields: Fields = "full",
+        detail: Detail = "compact",
     ) -> dict[str, Any]:
         """List diary entries newest date first, of one orchestrator or all, within `from`/`to`."""
         start = iso_date(from_, "from") if from_ is not None else None
         end = iso_date(to, "to") if to is not None else None
         if start is not None and end is not None and start > end:
             raise InvalidArgument(f"from ({start}) must be on or before to ({end})")
-        return db.read(
+        return shape(db.read(
             lambda c: store.list_diaries(
                 c, orchestrator=orchestrator, date_from=start, date_to=end, limit=limit, cursor=cursor,
                 fields=fields,
             )
-        )
+        ), detail, ENTRY, fields=fields)
 
     @app.tool("read")
     def list_diary_by_date_range(
@@ -73,15 +79,16 @@ def register(app: App) -> None:
         to: str,
         orchestrator: str | None = None,
         limit: int | None = None,
+        detail: Detail = "compact",
     ) -> list[dict[str, Any]]:
         """List diary entries from `from` to `to` inclusive, oldest first, as one array (`limit` 200, max 1000)."""
         start, end = iso_date(from_, "from"), iso_date(to, "to")
         if start > end:
             raise InvalidArgument(f"from ({start}) must be on or before to ({end})")
         size = clamp_limit(limit, store.RANGE_DEFAULT_LIMIT, store.RANGE_MAX_LIMIT)
-        return db.read(
+        return shape(db.read(
             lambda c: store.list_by_date_range(c, date_from=start, date_to=end, orchestrator=orchestrator, limit=size)
-        )
+        ), detail, ENTRY)
 
     @app.tool("destructive", identity="callerOrchestrator", owns=Owns("diary entry", "diaryId", action="delete"))
     def delete_diary(diaryId: str, callerOrchestrator: str | None = None) -> dict[str, bool]:

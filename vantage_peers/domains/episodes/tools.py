@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.compact import Compact, Detail, dense_text_for, shape
 from ...core.ids import now_ms
 from ...core.validators import MAX_CONTENT_BYTES, check_choice, require_query, require_text
 from ...db.paging import Fields, check_fields, clamp_limit
@@ -14,14 +15,21 @@ from ..memory.models import EPISODE_FIELDS, SEVERITIES, SeverityArg
 from ..memory.services import services
 
 EPISODE = ["episode"]
+# Compact answers (core/compact.py): an episode is its id, severity, why it matched, its insight on one line.
+COMPACT = Compact(keys=("_id", "severity", "matchedBy"), text=("insight", "content"))
 
 
 def register(app: App) -> None:
     db = app.db
+    dense_text_for(app, ("list_episodes", "search_episodes_by_keyword", "search_episodes_by_semantic"))
     svc = services(app)
 
-    def run_search(query: Any, namespace: str | None, limit: int | None, fields: Any = "full", *,
-                   semantic: bool) -> dict[str, Any]:
+    def run_search(query: Any, namespace: str | None, limit: int | None, fields: Any = "full",
+                   detail: Any = "compact", *, semantic: bool) -> dict[str, Any]:
+        return shape(_search(query, namespace, limit, fields, semantic=semantic), detail, COMPACT, fields=fields)
+
+    def _search(query: Any, namespace: str | None, limit: int | None, fields: Any, *,
+                semantic: bool) -> dict[str, Any]:
         text = require_query(query)
         projection = check_fields(fields)
         scope = memories.scope_of(namespace, visible=app.read_prefixes())
@@ -76,21 +84,23 @@ def register(app: App) -> None:
         limit: int | None = None,
         cursor: str | None = None,
         fields: Fields = "full",
+        detail: Detail = "compact",
     ) -> dict[str, Any]:
         """List episodes newest first, by `namespace` (or `prefix/*`) and author `orchestrator`."""
         scope = memories.scope_of(namespace, visible=app.read_prefixes())
         author = orchestrator or None
-        return db.read(lambda c: memories.list_memories(
-            c, scope=scope, created_by=author, limit=limit, cursor=cursor, fields=fields, episodes=True))
+        return shape(db.read(lambda c: memories.list_memories(
+            c, scope=scope, created_by=author, limit=limit, cursor=cursor, fields=fields, episodes=True)),
+            detail, COMPACT, fields=fields)
 
     @app.tool("read")
     def search_episodes_by_keyword(query: str, namespace: str | None = None, limit: int | None = None,
-                                   fields: Fields = "full") -> dict[str, Any]:
+                                   fields: Fields = "full", detail: Detail = "compact") -> dict[str, Any]:
         """Search episodes by keyword, with text_search's rules and result."""
-        return run_search(query, namespace, limit, fields, semantic=False)
+        return run_search(query, namespace, limit, fields, detail, semantic=False)
 
     @app.tool("read")
     def search_episodes_by_semantic(query: str, namespace: str | None = None, limit: int | None = None,
-                                    fields: Fields = "full") -> dict[str, Any]:
+                                    fields: Fields = "full", detail: Detail = "compact") -> dict[str, Any]:
         """Search episodes by meaning; keyword fallback with a `reason`."""
-        return run_search(query, namespace, limit, fields, semantic=True)
+        return run_search(query, namespace, limit, fields, detail, semantic=True)

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import StrictBool
 
+from ...core.compact import Compact, Detail, dense_text_for, shape
 from ...core.ids import now_ms
 from ...core.validators import MAX_CONTENT_BYTES, require_query, text, text_list
 from ...db.paging import Fields, check_fields, clamp_limit
@@ -17,6 +18,9 @@ from .embedding import CORPUS, VEC
 Severity = Literal["critical", "major", "minor"]
 MAX_SYMPTOM_BYTES = 65_536
 MAX_NAME_BYTES = 500  # sourceProject, project, issueId, commit
+# Compact answers (core/compact.py): a pattern is its id, whether validated, the symptom on one line, its day.
+PATTERN = Compact(keys=("_id", "validated", "matchedBy"), text=("symptom",))
+PATTERN_HIT = Compact(keys=("_id", "validated", "matchedBy"))  # a hit's snippet is its symptom's matched words
 
 
 def _long(value: Any, field: str) -> str:
@@ -29,6 +33,7 @@ def _name(value: Any, field: str, *, required: bool = True) -> str | None:
 
 def register(app: App) -> None:
     db = app.db
+    dense_text_for(app, ("list_fix_patterns", "search_fix_patterns"))
     svc = services(app)  # the memory search's embedder, query cache and breaker, shared
     # Embedding jobs need no job of their own: the `embeddings` job serves every registered corpus.
     app.add_corpus(CORPUS)
@@ -97,18 +102,18 @@ def register(app: App) -> None:
 
     @app.tool("read")
     def search_fix_patterns(query: str, limit: int | None = None, project: str | None = None,
-                            fields: Fields = "full") -> dict[str, Any]:
+                            fields: Fields = "full", detail: Detail = "compact") -> dict[str, Any]:
         """Search fix patterns by meaning: call it BEFORE fixing any bug.
 
-        Pass the error or symptom; apply a `validated` item's `validatedFix`.
+        Pass the error or symptom; apply a `validated` item's `validatedFix` (`detail: "full"` or get_fix_pattern).
         """
         words = require_query(query)
         scope = _name(project, "project", required=False)
         size = clamp_limit(limit, search.DEFAULT_LIMIT, search.MAX_LIMIT)
         vector, reason = svc.query_vector(db, words, table=VEC)
         projection = check_fields(fields)
-        return db.read(lambda c: search.search(c, query=words, vector=vector, reason=reason, project=scope,
-                                               limit=size, fields=projection))
+        return shape(db.read(lambda c: search.search(c, query=words, vector=vector, reason=reason, project=scope,
+                                                     limit=size, fields=projection)), detail, PATTERN_HIT, fields=projection)
 
     @app.tool("read")
     def list_fix_patterns(
@@ -116,10 +121,12 @@ def register(app: App) -> None:
         limit: int | None = None,
         cursor: str | None = None,
         fields: Fields = "full",
+        detail: Detail = "compact",
     ) -> dict[str, Any]:
         """List fix patterns newest first, optionally of one `project`, without attempts."""
         scope = _name(project, "project", required=False)
-        return db.read(lambda c: store.list_patterns(c, project=scope, limit=limit, cursor=cursor, fields=fields))
+        return shape(db.read(lambda c: store.list_patterns(c, project=scope, limit=limit, cursor=cursor, fields=fields)),
+                     detail, PATTERN, fields=fields)
 
     @app.tool("idempotent", shared="the fix-pattern knowledge base is the team's: any teammate links an issue")
     def link_issue_to_pattern(patternId: str, issueId: str) -> dict[str, Any]:

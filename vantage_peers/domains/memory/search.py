@@ -23,7 +23,8 @@ from typing import Any
 
 from ...core.envelope import cut
 from ...db import Connection, Row
-from ...search.fts import MAX_TOKENS, fts_query, query_tokens, ranked
+from ...search import bounded
+from ...search.fts import MAX_TOKENS, fts_query, or_terms, query_tokens, ranked
 from ...search.fusion import convex, fused_docs
 from ...search.keyword import keyword_rows
 from ...search.snippets import add_snippets as snippets_for
@@ -68,8 +69,10 @@ def _ns_token(scope: Scope) -> str:
 def fts_match(query: str, scope: Scope | None, mode: str) -> str | None:
     """The MATCH expression: the user's words (quoted) in `content`, plus the namespace token."""
     words = fts_query(query, mode="or" if mode == "or" else "and")
-    if words is None:
-        return None
+    return None if words is None else _scoped(words, scope)
+
+
+def _scoped(words: str, scope: Scope | None) -> str:
     expr = f"content : ({words})"
     if scope is not None and scope.kind != "all":
         expr = f"nsKey : {_ns_token(scope)} AND {expr}"
@@ -98,12 +101,33 @@ def keyword_hits(conn: Connection, *, query: str, scope: Scope | None, types: Se
     if match is None:
         return []
     where, params = _filters(scope, types, include_superseded, now, alias="d")
+    if candidates and mode == "or":
+        return _bounded_candidates(conn, query, scope, where, params, limit)
     columns = "d.seq AS seq" if candidates else "d.*"
     rows = keyword_rows(conn, fts="memories_fts", table="memories", match=match, where=where, params=params,
                         limit=limit, weights=(1.0, 0.0), columns=columns)
     if not candidates:
         snippets_for(rows, match, "content", terms=True)  # bounded cost in Python (search/snippets.py), not FTS5 snippet()
     return rows
+
+
+def _bounded_candidates(conn: Connection, query: str, scope: Scope | None, where: list[str], params: list[Any],
+                        limit: int) -> list[Row]:
+    """The fusion's keyword candidates (`seq`, `rank`) at a bounded cost: a word matching more than
+    bounded.COMMON_ROWS memories is ranked over its newest ones (search/bounded.py)."""
+    terms = or_terms(query)
+
+    def rows(words: Sequence[str], extra: list[str], extra_params: list[Any]) -> list[Row]:
+        return keyword_rows(conn, fts="memories_fts", table="memories", match=_scoped(" OR ".join(words), scope),
+                            where=[*where, *extra], params=[*params, *extra_params], limit=limit,
+                            weights=(1.0, 0.0), columns="d.seq AS seq")
+
+    rare, floor = bounded.split(conn, fts="memories_fts", terms=terms,
+                                match_of=lambda words: _scoped(" OR ".join(words), scope))
+    if floor is None:
+        return rows(terms, [], [])
+    whole = rows(terms, [bounded.window_clause(conn, "memories_fts")], [floor])
+    return bounded.merge(whole, rows(rare, [], []) if rare else [], limit)
 
 
 def add_snippets(conn: Connection, rows: dict[int, Row], seqs: Sequence[int], *, query: str,

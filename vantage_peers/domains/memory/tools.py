@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.compact import Compact, Detail, dense_text_for, shape
 from ...core.errors import InvalidArgument
 from ...core.ids import now_ms
 from ...core.validators import MAX_CONTENT_BYTES, check_choice, require_query, require_text
@@ -32,6 +33,10 @@ TEXT_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Search memories by keyword (BM25
 
 HYBRID_SEARCH_TOOL_DESCRIPTION = with_doctrine("""Search memories by vector + BM25; arguments and result as recall.""")
 
+# Compact answers (core/compact.py): a hit is its id, type, why it matched, a one-line snippet and its day.
+HIT = Compact(keys=("_id", "namespace", "type", "matchedBy"), text=("content",))
+MEMORY = Compact(keys=("_id", "namespace", "type"), text=("content",))
+
 
 def _episode(value: Episode | None) -> dict[str, Any] | None:
     if value is None:
@@ -51,9 +56,16 @@ def register(app: App) -> None:
     app.add_corpus(indexer.MEMORIES)
     app.add_job("embeddings", lambda: indexer.embed_pending(db, svc.embedder, owner=svc.owner, corpora=app.corpora))
     app.add_job("memory-expiry", lambda: db.write(lambda c: store.purge_expired(c)))
+    dense_text_for(app, ("recall", "text_search", "hybrid_search", "list_memories"))
 
     def run_search(query: Any, namespace: str | None, type_: Any, limit: int | None, include: bool | None,
-                   fields: Any = "full", *, keyword_only: bool = False, rerank: bool = False) -> dict[str, Any]:
+                   fields: Any = "full", detail: Any = "compact", *, keyword_only: bool = False,
+                   rerank: bool = False) -> dict[str, Any]:
+        return shape(_search(query, namespace, type_, limit, include, fields, keyword_only=keyword_only,
+                             rerank=rerank), detail, HIT, fields=fields)
+
+    def _search(query: Any, namespace: str | None, type_: Any, limit: int | None, include: bool | None,
+                fields: Any, *, keyword_only: bool, rerank: bool) -> dict[str, Any]:
         text = require_query(query)
         projection = check_fields(fields)
         scope = store.scope_of(namespace, visible=app.read_prefixes())
@@ -118,15 +130,16 @@ def register(app: App) -> None:
         limit: int | None = None,
         cursor: str | None = None,
         fields: Fields = "full",
+        detail: Detail = "compact",
     ) -> dict[str, Any]:
         """List a namespace's memories (exact or `prefix/*`), newest first, archived ones with `includeSuperseded`."""
         if namespace is None or namespace == "":
             raise InvalidArgument("namespace is required (exact, or 'prefix/*')")
         scope = store.scope_of(namespace, visible=app.read_prefixes())
         types = check_types(type)
-        return db.read(lambda c: store.list_memories(
+        return shape(db.read(lambda c: store.list_memories(
             c, scope=scope, types=types, include_superseded=includeSuperseded, limit=limit, cursor=cursor,
-            fields=fields))
+            fields=fields)), detail, MEMORY, fields=fields)
 
     @app.tool("destructive", shared="memories are guarded by namespace scopes, not by author")
     def soft_delete_memory(memoryId: str) -> None:
@@ -141,8 +154,9 @@ def register(app: App) -> None:
         limit: int | None = None,
         includeSuperseded: bool = False,
         fields: Fields = "full",
+        detail: Detail = "compact",
     ) -> dict[str, Any]:
-        return run_search(query, namespace, type, limit, includeSuperseded, fields, rerank=True)
+        return run_search(query, namespace, type, limit, includeSuperseded, fields, detail, rerank=True)
 
     @app.tool("read", description=TEXT_SEARCH_TOOL_DESCRIPTION)
     def text_search(
@@ -152,8 +166,9 @@ def register(app: App) -> None:
         type: TypeFilterArg = None,
         includeSuperseded: bool = False,
         fields: Fields = "full",
+        detail: Detail = "compact",
     ) -> dict[str, Any]:
-        return run_search(query, namespace, type, limit, includeSuperseded, fields, keyword_only=True)
+        return run_search(query, namespace, type, limit, includeSuperseded, fields, detail, keyword_only=True)
 
     @app.tool("read", description=HYBRID_SEARCH_TOOL_DESCRIPTION)
     def hybrid_search(
@@ -163,5 +178,6 @@ def register(app: App) -> None:
         type: TypeFilterArg = None,
         includeSuperseded: bool = False,
         fields: Fields = "full",
+        detail: Detail = "compact",
     ) -> dict[str, Any]:
-        return run_search(query, namespace, type, limit, includeSuperseded, fields)
+        return run_search(query, namespace, type, limit, includeSuperseded, fields, detail)

@@ -128,7 +128,7 @@ def knn(
         if seqs is not None:
             if types:
                 seqs = _live_first(conn, seqs, types=types, include_superseded=include_superseded,
-                                   now=now)[:ann.rescored(k)]
+                                   now=now)[:ann.rescored(k, len(vector))]
             hits = rescore(conn, MEMORIES, vector, seqs, k=k, clauses=clauses, params=params)
             if len(hits) >= k:
                 return hits

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from ...core.compact import Compact, Detail, dense_text_for, shape
 from ...core.envelope import cut
 from ...core.errors import InvalidArgument, NotFound
 from ...core.validators import MAX_CONTENT_BYTES, check_name, json_object, require_query, require_text
@@ -16,6 +17,8 @@ from ..profiles import store as profiles_store
 from . import store, tools_delivery
 
 MESSAGE_DATA_MAX_BYTES = 16_384
+# Compact answers (core/compact.py); check_messages delivers, so it always shows messages whole.
+MESSAGE = Compact(keys=("_id", "from", "channel"), text=("content",))
 
 
 def register(app: App) -> None:
@@ -23,6 +26,7 @@ def register(app: App) -> None:
     app.add_record("message", declared_loader("message"))
     app.add_record("receipt", declared_loader("receipt"))
     tools_delivery.register(app)  # acknowledgements, delivery status, redelivery job, inbox resources
+    dense_text_for(app, ("list_messages", "search_messages_by_keyword"))
 
     @app.tool("write", identity="from", instance="fromInstanceId", idempotent=True)
     def send_message(
@@ -119,14 +123,15 @@ def register(app: App) -> None:
         limit: int | None = None,
         cursor: str | None = None,
         fields: Fields = "full",
+        detail: Detail = "compact",
     ) -> dict[str, Any]:
         """List messages newest first, by `from`, `channel` or `sessionDay`."""
-        return db.read(
+        return shape(db.read(
             lambda c: store.list_messages(
                 c, sender=from_, channel=channel, session_day=sessionDay, limit=limit, cursor=cursor, fields=fields,
                 readers=app.readers(),
             )
-        )
+        ), detail, MESSAGE, fields=fields)
 
     @app.tool("read", toolset="extras")  # rarely used: get_message_delivery (core) shows more (#30)
     def list_broadcast_status(messageId: str) -> dict[str, Any]:
@@ -144,10 +149,12 @@ def register(app: App) -> None:
         limit: int | None = None,
         from_: Annotated[str | None, Field(alias="from")] = None,
         channel: str | None = None,
+        detail: Detail = "compact",
     ) -> dict[str, Any]:
         """Search message content by keyword (all words), best first, with a `snippet`."""
         size = clamp_limit(limit)
         query = require_query(query)
         readers = app.readers()
-        return cut(db.read(lambda c: store.search_messages(c, query=query, limit=size, sender=from_,
-                                                              channel=channel, readers=readers)))
+        return shape(cut(db.read(lambda c: store.search_messages(c, query=query, limit=size, sender=from_,
+                                                                    channel=channel, readers=readers))),
+                     detail, MESSAGE)

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, WithJsonSchema
 
+from ...core.compact import Compact, Detail, dense_text_for, shape
 from ...core.envelope import fit_envelope
 from ...core.errors import InvalidArgument
 from ...core.validators import check_name, require_text
@@ -19,6 +20,8 @@ from .vocabulary import MISSION_ALIASES, MISSION_STATUSES, PRIORITIES, resolve_s
 
 MAX_TEXT_BYTES = 200_000
 MAX_MISSION_TASKS = 500
+# Compact answers (core/compact.py): a mission is its id, name, status, priority, pilot and progress.
+MISSION = Compact(keys=("_id", "name", "status", "priority", "pilot", "progress"), short=("description",))
 Status = Annotated[str, WithJsonSchema({"type": "string", "enum": list(MISSION_STATUSES)})]
 StatusFilter = str | list[str] | None  # a status, a list, or an alias (the server instructions say which)
 Progress = Annotated[float, Field(ge=0, le=100)]
@@ -75,6 +78,7 @@ def mission_view(conn: Connection, mission_id: str) -> dict[str, Any] | None:
 
 def register(app: App) -> None:
     db = app.db
+    dense_text_for(app, ("list_missions",))
     app.add_record("mission", declared_loader("mission"))
 
     @app.tool("write", identity="createdBy", idempotent=True)
@@ -117,12 +121,13 @@ def register(app: App) -> None:
         limit: int | None = None,
         cursor: str | None = None,
         fields: Fields = "full",
+        detail: Detail = "compact",
     ) -> dict[str, Any]:
         """List missions, newest-updated first, by project, pilot or status."""
         keep = resolve_status_filter(status, statuses=MISSION_STATUSES, aliases=MISSION_ALIASES)
-        return db.read(lambda c: store.list_missions(c, project=project, pilot=pilot, statuses=keep,
-                                                     updated_since=updatedSince, limit=limit, cursor=cursor,
-                                                     fields=fields))
+        return shape(db.read(lambda c: store.list_missions(c, project=project, pilot=pilot, statuses=keep,
+                                                           updated_since=updatedSince, limit=limit, cursor=cursor,
+                                                           fields=fields)), detail, MISSION, fields=fields)
 
     @app.tool("write", identity="callerOrchestrator", identity_required=False)
     def update_mission(

@@ -1,0 +1,67 @@
+"""Keyword candidates with a bounded cost: a very common word is ranked over its newest rows only.
+
+BM25 ranks every row that matches any query word, so an any-word query holding a word found in most
+rows (at 100k memories: ≈70 ms on SQLite, ≈125 ms on PostgreSQL) costs as much as the table. Here
+each query word is probed first — its newest COMMON_ROWS + 1 matching rows, newest first, which both
+backends answer without reading the rest (FTS5's doclist read backwards; an index scan on `seq`) —
+and the ranking is split:
+- the *rare* words (at most COMMON_ROWS rows each) are ranked by BM25 over all their rows, as before;
+- the whole query is ranked by BM25 over the *window*: rows at least as new as the newest
+  COMMON_ROWS rows of the most common word (so at most COMMON_ROWS rows of each common word).
+A row found by both keeps the whole query's score; a row older than the window keeps its rare words'
+score (a lower bound: BM25 adds over words). When no word is common the query runs unchanged, so
+the ranking of any collection where no word matches more than COMMON_ROWS rows (shared/ir/'s
+Cranfield, CISI, LoCoMo) is exactly what it was. A memory matching only common words and older
+than the window is left to the vector ranker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import backend, pg_fts
+
+COMMON_ROWS = 2_000  # a word matching more rows than this is ranked over its newest rows only
+
+
+def _sqlite_newest(conn: Any, *, fts: str, match: str, limit: int) -> list[int]:
+    rows = conn.raw.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?",
+                            (match, limit)).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+# Per backend: the probe, and the clause keeping rows at least as new as a seq (`?`) in the form each
+# can use (FTS5 seeks its doclists to a rowid bound; PostgreSQL scans the side table's key from it).
+_NEWEST: dict[str, Callable[..., list[int]]] = {"sqlite": _sqlite_newest, "postgres": pg_fts.newest}
+_WINDOW = {"sqlite": "{fts}.rowid >= ?", "postgres": "f.seq >= ?"}
+
+
+def newest(conn: Any, *, fts: str, match: str, limit: int) -> list[int]:
+    """The `seq`s of the newest `limit` rows matching `match` (an FTS5 MATCH expression), newest first."""
+    return _NEWEST[backend.of(conn).name](conn, fts=fts, match=match, limit=limit)
+
+
+def window_clause(conn: Any, fts: str) -> str:
+    return _WINDOW[backend.of(conn).name].format(fts=fts)
+
+
+def split(conn: Any, *, fts: str, terms: Sequence[str], match_of: Callable[[Sequence[str]], str],
+          ) -> tuple[list[str], int | None]:
+    """(rare terms, lowest seq of the window) — the window is None when no term is common."""
+    rare: list[str] = []
+    floor: int | None = None
+    for term in terms:
+        seqs = newest(conn, fts=fts, match=match_of([term]), limit=COMMON_ROWS + 1)
+        if len(seqs) <= COMMON_ROWS:
+            rare.append(term)
+        else:  # the tightest window: the most common word keeps COMMON_ROWS rows in it
+            floor = seqs[COMMON_ROWS - 1] if floor is None else max(floor, seqs[COMMON_ROWS - 1])
+    return rare, floor
+
+
+def merge(whole: Sequence[dict[str, Any]], rare: Sequence[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """Rows by `rank` (lower is better), a row of both lists with the whole query's rank, at most `limit`."""
+    best: dict[int, dict[str, Any]] = {row["seq"]: row for row in rare}
+    best.update({row["seq"]: row for row in whole})
+    return sorted(best.values(), key=lambda row: (row["rank"], row["seq"]))[:limit]
