@@ -81,23 +81,25 @@ EMITTERS = {"list_tasks": "tasks-table", "list_messages": "messages-feed", "get_
             "list_missions": "mission-timeline", "get_briefing_note": "briefing-note", "recall": "memory-quote"}
 
 
-def _calls(ids):
+def _calls(ids, detail=None):
+    more = {} if detail is None else {"detail": detail}  # compact answers (the default, #34) carry cards too
     return {
-        "list_tasks": {"assignedTo": "sigma", "detail": "full"},  # compact items carry no card (issue 34)
-        "list_messages": {"channel": "fleet", "detail": "full"},
+        "list_tasks": {"assignedTo": "sigma", **more},
+        "list_messages": {"channel": "fleet", **more},
         "get_diary": {"date": "2026-06-01", "orchestrator": "sigma"},
-        "list_missions": {"pilot": "tau", "detail": "full"},
+        "list_missions": {"pilot": "tau", **more},
         "get_briefing_note": {"noteId": ids["note"][0]},
-        "recall": {"query": "marker", "namespace": "sigma", "detail": "full"},
+        "recall": {"query": "marker", "namespace": "sigma", **more},
     }
 
 
-def test_the_six_tools_append_a_marker_when_enabled(db_path):
+@pytest.mark.parametrize("detail", [None, "full"])
+def test_the_six_tools_append_a_marker_when_enabled(db_path, detail):
     app = create_app(make_settings(db_path, emit_ui_markers=True))
     try:
         with open_tools(app) as tools:
             ids = seed_all(tools, "marker", n=3)
-            for tool, args in _calls(ids).items():
+            for tool, args in _calls(ids, detail).items():
                 result = tools.raw(tool, **args)
                 assert not result.is_error, tool
                 assert len(result.content) == 2, tool

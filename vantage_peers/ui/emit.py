@@ -39,7 +39,10 @@ EMITTERS = {
 
 
 def project(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
-    return {k: doc[k] for k in KEYS[kind] if doc.get(k) is not None}
+    out = {k: doc[k] for k in KEYS[kind] if doc.get(k) is not None}
+    if "content" in KEYS[kind] and "content" not in out and isinstance(doc.get("snippet"), str):
+        out["content"] = doc["snippet"]  # a compact item (issue 34): its one-line snippet is the card's text
+    return out
 
 
 def payload_for(tool: str, data: Any) -> dict[str, Any] | None:

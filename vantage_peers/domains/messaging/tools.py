@@ -18,7 +18,8 @@ from . import store, tools_delivery
 
 MESSAGE_DATA_MAX_BYTES = 16_384
 # Compact answers (core/compact.py); check_messages delivers, so it always shows messages whole.
-MESSAGE = Compact(keys=("_id", "from", "channel"), text=("content",))
+# createdAt: a message's time matters to the reader (and the messages-feed card needs it)
+MESSAGE = Compact(keys=("_id", "from", "channel", "createdAt"), text=("content",))
 
 
 def register(app: App) -> None:
