@@ -124,7 +124,7 @@ def test_postgres_target_takes_new_writes_after_the_copy(env, filled, pg_url, ca
     assert code == 0, err
     app = create_app(make_settings(filled.parent / "unused.db", orchestrator="alice", database_url=pg_url))
     with open_tools(app) as tools:
-        memories, _ = tools.pages("list_memories", namespace="team/ü", limit=2)
+        memories, _ = tools.pages("list_memories", namespace="team/ü", limit=2, detail="full")
         assert {m["content"] for m in memories} >= {f"newer {HOSTILE}"}
         for i in range(3):
             tools.call("send_message", channel="bob", content=f"after the move {i}")

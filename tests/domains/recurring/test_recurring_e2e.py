@@ -30,7 +30,7 @@ def test_console_script_fires_a_due_template_by_itself(tmp_path, db, db_path):
         async with Client(params) as client:
             deadline = time.monotonic() + 60
             while True:
-                listed = (await client.call_tool("list_tasks", {"assignedTo": "carol"})).structured_content
+                listed = (await client.call_tool("list_tasks", {"assignedTo": "carol", "detail": "full"})).structured_content
                 if listed["items"]:
                     break
                 assert time.monotonic() < deadline, "the due template never fired"
