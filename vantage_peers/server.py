@@ -46,7 +46,12 @@ class VantageServer(MCPServer):
     async def list_tools(self):  # type: ignore[override]
         # From the app's tools (the ones this server was made with, in order), so that a tool of a
         # set that is off is not prepared at all (calls.PipelineTool: schemas are filled on first use).
-        return [_lean_listing(t.listing()) for t in self.vp_app.tools if toolsets.is_enabled(self.vp_app, t.name)]
+        app = self.vp_app
+        if app.deferred is not None and app.deferred.wanted(app):
+            import anyio
+
+            await anyio.to_thread.run_sync(app.complete_registration)
+        return [_lean_listing(t.listing()) for t in app.tools if toolsets.is_enabled(app, t.name)]
 
 
 def _resource_policy(settings: Settings) -> Any:

@@ -104,3 +104,12 @@ def test_a_lazy_core_start_imports_no_deferred_domain(tmp_path):
     loaded = set(json.loads(out.stdout.strip().replace("'", '"')))
     core = {d for d, ts in toolsets.DOMAIN_TOOLSETS.items() if ts == "core"}
     assert loaded == core
+
+
+def test_a_placeholder_whose_set_came_on_registers_and_runs_the_real_tool(pair):
+    lazy, _ = pair
+    lazy.enabled_toolsets.add("records")  # on by another way than enable_toolset
+    with open_tools(lazy) as tools:
+        made = tools.call("create_bu", name="b", description="d", purpose="p", orchestratorId="alice",
+                          createdBy="alice")
+    assert made["name"] == "b" and lazy.deferred is None

@@ -27,6 +27,7 @@ from typing import Any
 
 from mcp.server.mcpserver.tools import Tool
 
+from ..core import sdk
 from ..core.errors import VantageError
 from .host import Host as App
 from .toolsets import check_enabled, ordered
@@ -76,7 +77,7 @@ class DeferredTool(Tool):
         import anyio
 
         await anyio.to_thread.run_sync(app.complete_registration)  # its set came on another way
-        real = app.mcp._tool_manager.get_tool(self.name)  # type: ignore[attr-defined]
+        real = sdk.tool_manager(app.mcp).get_tool(self.name)  # type: ignore[attr-defined]
         return await real.run(arguments, context, convert_result)
 
 
@@ -96,11 +97,16 @@ class Deferred:
         self.domains = domains
         self.register = register
         self.lock = threading.Lock()
+        self.toolsets = {toolset for _, domain in domains for _, toolset in known[domain]}
         for position, domain in domains:
             for name, toolset in known[domain]:
                 app.tools.append(_placeholder(app, name))
                 app.toolset_of[name] = toolset
                 app.tool_order[name] = (position, len(app.tool_order))
+
+    def wanted(self, app: App) -> bool:
+        """A set of a deferred domain is on (enabled other than by enable_toolset): load before listing."""
+        return not self.toolsets.isdisjoint(app.enabled_toolsets)
 
     def load(self, app: Any) -> None:
         with self.lock:
@@ -113,8 +119,9 @@ class Deferred:
             app.tools[:] = ordered(app, [t for t in app.tools if not isinstance(t, DeferredTool)])
             app.in_registration_order()
             if app.mcp is not None:
+                table = sdk.tool_manager(app.mcp)._tools
                 for tool in app.tools:
-                    app.mcp._tool_manager._tools[tool.name] = tool
+                    table[tool.name] = tool
                 for hook in app.server_hooks[hooks:]:
                     hook(app.mcp)
             app.deferred = None
