@@ -24,7 +24,7 @@ def _run_stdio() -> int:
     from .pipeline.settings import Settings
     from .server import create_app
 
-    app = create_app(Settings.from_env())
+    app = create_app(Settings.from_env(), lazy=True)  # #34: domains of toolsets that are off load on need
     publish(app.settings)  # #30: who works in this git work tree, on which database, for the git guard
     if sys.stdin is not None and sys.stdin.isatty():
         print(TTY_HINT, file=sys.stderr, flush=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -12,7 +13,7 @@ from . import __version__
 from .core import sdk
 from .core.errors import VantageError
 from .db import open_database
-from .pipeline import idempotency, policy, toolsets
+from .pipeline import deferred, idempotency, policy, toolsets
 from .pipeline.app import App
 from .pipeline.settings import Settings
 
@@ -45,7 +46,12 @@ class VantageServer(MCPServer):
     async def list_tools(self):  # type: ignore[override]
         # From the app's tools (the ones this server was made with, in order), so that a tool of a
         # set that is off is not prepared at all (calls.PipelineTool: schemas are filled on first use).
-        return [_lean_listing(t.listing()) for t in self.vp_app.tools if toolsets.is_enabled(self.vp_app, t.name)]
+        app = self.vp_app
+        if app.deferred is not None and app.deferred.wanted(app):
+            import anyio
+
+            await anyio.to_thread.run_sync(app.complete_registration)
+        return [_lean_listing(t.listing()) for t in app.tools if toolsets.is_enabled(app, t.name)]
 
 
 def _resource_policy(settings: Settings) -> Any:
@@ -70,32 +76,48 @@ def _lean_listing(tool: Any) -> Any:
 
 
 def domain_modules() -> list[str]:
-    """Every `vantage_peers.domains.<name>` package that has a `tools` module, sorted."""
+    """Every `vantage_peers.domains.<name>` package that has a `tools` module, sorted (found on disk:
+    find_spec would import every domain package, which deferring them is there to avoid)."""
     from . import domains
 
     names = []
     for info in pkgutil.iter_modules(domains.__path__):
-        if info.ispkg and importlib.util.find_spec(f"{domains.__name__}.{info.name}.tools") is not None:
+        if info.ispkg and any((Path(path) / info.name / "tools.py").is_file() for path in domains.__path__):
             names.append(info.name)
     return sorted(names)
 
 
-def create_app(settings: Settings | None = None, *, serve: bool = True) -> App:
+def register_domain(app: App, position: int, name: str) -> None:
+    app.phase = (position, name)
+    importlib.import_module(f"vantage_peers.domains.{name}.tools").register(app)
+    app.phase = (position + 1, "")
+
+
+def create_app(settings: Settings | None = None, *, serve: bool = True, lazy: bool = False) -> App:
     """The registry with every domain registered and, unless `serve` is false (`status` reads only
-    the registry: jobs, corpora), the MCP server composed on it."""
+    the registry: jobs, corpora), the MCP server composed on it. `lazy` (the stdio server) leaves the
+    domains of toolsets that are off for later (pipeline/deferred.py)."""
     settings = settings or Settings.from_env()
     db = open_database(settings)
     app = App(settings, db)
     toolsets.register(app)
-    for name in domain_modules():
-        module = importlib.import_module(f"vantage_peers.domains.{name}.tools")
-        module.register(app)
+    enabled = toolsets.initial_toolsets(app)
+    names = domain_modules()
+    known = deferred.manifest() if lazy and enabled != set(toolsets.TOOLSETS) else {}
+    later = deferred.deferrable(names, enabled, known)
+    for position, name in enumerate(names, start=1):
+        if name not in later:
+            register_domain(app, position, name)
+    if later:
+        app.deferred = deferred.Deferred(app, [(p, n) for p, n in enumerate(names, start=1) if n in later],
+                                         register_domain, known)
+    app.phase = (len(names) + 1, "")
     importlib.import_module("vantage_peers.prompts").register(app)  # the toolkit workflows as MCP prompts
     from .ui import register as register_ui  # ui:// resources and stream markers (not a tools domain)
 
     register_ui(app)
     toolsets.order_tools(app)  # list_toolsets / enable_toolset, then core, then the other sets
-    app.enabled_toolsets = toolsets.initial_toolsets(app)
+    app.enabled_toolsets = enabled
     app.add_job("idempotency-keys", lambda: app.db.write(idempotency.expire), every_seconds=3600)
     if not serve:
         return app

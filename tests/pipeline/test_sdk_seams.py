@@ -28,6 +28,7 @@ def test_context_streams_and_lowlevel_server():
     receive.close()
     server = MCPServer(name="pin")
     low = sdk.lowlevel(server)
+    assert sdk.tool_manager(server).get_tool("nope") is None and isinstance(sdk.tool_manager(server)._tools, dict)
     assert callable(low.run) and callable(low.create_initialization_options)
     sdk.announce_list_changed(server)
     options = low.create_initialization_options()

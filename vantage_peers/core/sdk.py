@@ -48,6 +48,12 @@ def lowlevel(mcp: MCPServer) -> Any:
     return mcp._lowlevel_server
 
 
+def tool_manager(mcp: MCPServer) -> Any:
+    """The MCPServer's tool table (get_tool, and `_tools` by name): tools registered after the
+    server was built (pipeline/deferred.py) go in there."""
+    return mcp._tool_manager
+
+
 def announce_list_changed(mcp: MCPServer) -> None:
     """Handshake-era clients learn from the `tools.listChanged` capability that enable_toolset may
     change the list; MCPServer offers no option for it, so its initialization options are wrapped."""

@@ -84,6 +84,14 @@ class App:
         # Toolsets (toolsets.py): the set of each tool, and the sets this session has enabled.
         self.toolset_of: dict[str, str] = {}
         self.enabled_toolsets: set[str] = set()
+        # Where each tool was registered: (phase, sequence), so the listing order does not depend on
+        # when a domain was loaded (deferred.py), and the domain that registered it (domain_tools.json).
+        self.tool_order: dict[str, tuple[int, int]] = {}
+        self.tool_domain: dict[str, str] = {}
+        self.phase: tuple[int, str] = (0, "")  # (position, domain) being registered; set by server.create_app
+        # Registration left for later (VP_TOOLSETS without the domain's sets, stdio only): deferred.py.
+        self.deferred: Any = None
+        self.added_at: dict[int, int] = {}  # id(job, corpus or hook) -> the phase that added it (deferred.py)
         self._presence_lock = threading.Lock()
         self._presence_at: dict[str, float] = {}
         # Per-App extension state: no module-level registry outlives an App.
@@ -157,26 +165,35 @@ class App:
         except Exception as exc:  # noqa: BLE001 - presence is best effort: it never fails the call it precedes
             print(f"vantage-peers: presence refresh skipped: {exc}", file=sys.stderr, flush=True)
 
+    def _mark(self, item: Any) -> Any:
+        self.added_at[id(item)] = self.phase[0]
+        return item
+
+    def in_registration_order(self) -> None:
+        """Put jobs, corpora and hooks back in the order a full registration adds them (deferred.py)."""
+        for items in (self.jobs, self.corpora, self.task_done_hooks, self.presence_hooks, self.before_call_hooks):
+            items.sort(key=lambda item: self.added_at.get(id(item), 0))
+
     # -- extension points ---------------------------------------------------------------------------
     def add_record(self, kind: str, loader: Callable[[Any, str], RecordInfo | None]) -> None:
         self.records[kind] = loader
 
     def on_presence(self, fn: Callable[[Any, str, str | None], Any]) -> None:
-        self.presence_hooks.append(fn)
+        self.presence_hooks.append(self._mark(fn))
 
     def add_job(self, name: str, fn: Callable[[], Any], *, every_seconds: float | None = None,
                 cron: str | None = None) -> None:
         """A background job: every tick by default, or at most every `every_seconds`, or on a UTC `cron`."""
-        self.jobs.append((name, fn))
+        self.jobs.append(self._mark((name, fn)))
         if every_seconds is not None or cron is not None:
             self.job_schedules[name] = {"every_seconds": every_seconds, "cron": cron}
 
     def before_call(self, fn: Callable[[str, dict[str, Any]], dict[str, Any] | None]) -> None:
-        self.before_call_hooks.append(fn)
+        self.before_call_hooks.append(self._mark(fn))
 
     def add_corpus(self, corpus: Any) -> None:
         """An embedded corpus (search.corpus.Corpus) served by the embedding worker, reindex and doctor."""
-        self.corpora.append(corpus)
+        self.corpora.append(self._mark(corpus))
 
     def add_route(self, route: Any) -> None:
         self.routes.append(route)
@@ -202,12 +219,18 @@ class App:
     def on_task_done(self, fn: Callable[[Any, dict[str, Any]], None]) -> None:
         """Call `fn(conn, task)` when a task becomes done, inside the completing transaction."""
         if fn not in self.task_done_hooks:
-            self.task_done_hooks.append(fn)
+            self.task_done_hooks.append(self._mark(fn))
 
     def task_done(self, conn: Any, task: dict[str, Any]) -> None:
         """Run this App's task-done hooks (the tasks domain passes this to its lifecycle functions)."""
+        self.complete_registration()  # a deferred domain may hook task completion (github links issues)
         for fn in list(self.task_done_hooks):
             fn(conn, task)
+
+    def complete_registration(self) -> None:
+        """Register the domains left out at start (deferred.py); a no-op once every domain is in."""
+        if self.deferred is not None:
+            self.deferred.load(self)
 
     def allow_concurrent(self, job: str) -> None:
         """Let every process run the every-tick job `job` on each tick without the lease (scheduler.py)."""
@@ -239,6 +262,8 @@ class App:
             from .toolsets import toolset_for_module
 
             self.toolset_of[tool_name] = toolset or toolset_for_module(fn.__module__)
+            self.tool_order[tool_name] = (self.phase[0], len(self.tool_order))
+            self.tool_domain[tool_name] = self.phase[1]
             return fn
 
         return decorator

@@ -32,6 +32,7 @@ class Host(Protocol):
     tools: list[Tool]
     records: dict[str, Loader]
     toolset_of: dict[str, str]
+    tool_order: dict[str, tuple[int, int]]
     enabled_toolsets: set[str]
     before_call_hooks: list[Callable[[str, dict[str, Any]], dict[str, Any] | None]]
     result_hooks: dict[str, list[Callable[[Any], Any]]]
@@ -43,5 +44,7 @@ class Host(Protocol):
     def namespace_of(self, memory_id: str) -> str | None: ...
 
     def touch_presence(self, orch: str | None, inst: str | None) -> None: ...
+
+    def complete_registration(self) -> None: ...
 
     def tool(self, kind: str, **options: Any) -> Callable[[Any], Any]: ...

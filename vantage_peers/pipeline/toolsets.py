@@ -87,10 +87,16 @@ def initial_toolsets(app: App) -> set[str]:
 
 
 def order_tools(app: App) -> None:
+    app.tools[:] = ordered(app, app.tools)
+
+
+def ordered(app: App, tools: list[Any]) -> list[Any]:
     """Toolset tools first, then core, then every other set in TOOLSETS order (stable inside a set)."""
     rank = {name: i for i, name in enumerate(TOOLSETS)}
     pinned = ("list_toolsets", "enable_toolset")
-    app.tools.sort(key=lambda t: (t.name not in pinned, rank.get(app.toolset_of.get(t.name, DEFAULT_TOOLSET), 99)))
+    # Then registration order (tool_order), whichever domain was loaded first (deferred.py).
+    return sorted(tools, key=lambda t: (t.name not in pinned, rank.get(app.toolset_of.get(t.name, DEFAULT_TOOLSET), 99),
+                                  app.tool_order.get(t.name, (0, 0))))
 
 
 def is_enabled(app: App, tool_name: str) -> bool:
@@ -109,7 +115,8 @@ def check_enabled(app: App, tool_name: str) -> None:
 def summary(app: App) -> list[dict[str, Any]]:
     out = []
     for name, about in TOOLSETS.items():
-        members = [t for t in (tool.name for tool in app.tools) if app.toolset_of.get(t) == name]
+        # dict.fromkeys: while deferred domains load (deferred.py) a name is briefly there twice
+        members = [t for t in dict.fromkeys(tool.name for tool in app.tools) if app.toolset_of.get(t) == name]
         if members or name == CORE:
             out.append({"name": name, "description": about, "enabled": name in app.enabled_toolsets,
                         "tools": members})
@@ -134,6 +141,8 @@ def register(app: App) -> None:
             raise InvalidArgument(f"no toolset named {name!r}" + (f"; did you mean {near!r}?" if near else "")
                                   + f"; toolsets: all, {', '.join(names)}")
         targets = set(TOOLSETS) if wanted == "all" else {wanted}
+        if targets - app.enabled_toolsets:
+            app.complete_registration()  # the domains of a set left out at start (deferred.py)
         added = [t.name for t in app.tools
                  if app.toolset_of.get(t.name) in targets - app.enabled_toolsets]
         app.enabled_toolsets |= targets
