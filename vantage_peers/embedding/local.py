@@ -148,6 +148,15 @@ class LocalEmbedder:
         self._timer: threading.Timer | None = None
 
     @property
+    def source(self) -> dict[str, str]:
+        """Where the model comes from (embedding/loadable.py rebuilds it from this)."""
+        if self.entry is not None:
+            return {"kind": "catalogue", "name": self.entry.name}
+        if self.folder is not None:
+            return {"kind": "folder", "path": str(self.folder.resolve())}
+        return {"kind": "bundled"}
+
+    @property
     def loaded(self) -> bool:
         return self._session is not None
 
