@@ -31,6 +31,7 @@ from ...search.vectors import (  # noqa: F401 - re-exported for memory callers
     nearest,
     recorded,
     rescore,
+    source_of,
     staged,
     switch_target,
     table_mismatch,
@@ -75,8 +76,8 @@ def table_exists(conn: Connection, table: VecTable = MEMORIES) -> bool:
     return _vec.table_exists(conn, table)
 
 
-def ensure(conn: Connection, model: str, dimensions: int, table: VecTable = MEMORIES) -> None:
-    _vec.ensure(conn, model, dimensions, table)
+def ensure(conn: Connection, model: str, dimensions: int, table: VecTable = MEMORIES) -> VecTable:
+    return _vec.ensure(conn, model, dimensions, table)
 
 
 def drop(conn: Connection, tables: Sequence[VecTable] = (MEMORIES,)) -> None:
