@@ -8,16 +8,11 @@ from __future__ import annotations
 
 import io
 import os
-import signal
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
 from conftest import open_tools
-from support.memory_helpers import MODEL, embedding_settings
+from support.memory_helpers import MODEL, embedding_settings, kill_cli_reindex
 
 from vantage_peers.domains.memory import indexer, maintenance, store, vectors
 from vantage_peers.domains.memory.services import services
@@ -46,29 +41,6 @@ def _fill(app) -> str:
     return sedan
 
 
-def _kill_reindex_midway(env: dict[str, str], server) -> str:
-    """Run the CLI reindex to the new model and SIGKILL it once the first round of 256 is stored."""
-    server.delay = 1.0
-    proc = subprocess.Popen([sys.executable, "-m", "vantage_peers.cli", "reindex"], env=env, cwd=str(ROOT),
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
-    seen = bytearray()
-
-    def read() -> None:
-        while chunk := proc.stderr.read1(4096):  # type: ignore[union-attr]
-            seen.extend(chunk)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    deadline = time.monotonic() + 120
-    while f"256/{ROWS + 1}".encode() not in seen and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(30)
-    reader.join(10)
-    server.delay = 0.0
-    return seen.decode(errors="replace")
-
-
 def _models(db) -> dict[str, tuple[str, int]]:
     return {r["name"]: (r["model"], int(r["dimensions"]))
             for r in db.read(lambda c: c.query("SELECT name, model, dimensions FROM vectorModels"))}
@@ -82,7 +54,9 @@ def test_recall_uses_the_old_vectors_until_a_killed_switch_finishes(eapp, server
            "VP_SCHEDULER": "0"}
     if database_url:
         env["VP_DATABASE_URL"] = database_url
-    out = _kill_reindex_midway(env, server)
+    server.delay = 1.0  # each round of 256 takes a second: the kill lands between rounds
+    out = kill_cli_reindex(env, f"256/{ROWS + 1}", str(ROOT))
+    server.delay = 0.0
     assert f"256/{ROWS + 1}" in out, out
 
     changed = create_app(embedding_settings(db_path, server, embedding_model=NEW, embedding_dimensions=128,
