@@ -208,3 +208,29 @@ def child_embed(path: str, base_url: str, owner: str) -> dict[str, Any]:
             break
     db.close()
     return total
+
+
+def kill_cli_reindex(env: dict[str, str], shown: str, cwd: str) -> str:
+    """Run `vantage-peers reindex` in a child process with `env`, SIGKILL it once its progress output
+    shows `shown` (e.g. "256/600"), and return what it wrote to stderr."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "vantage_peers.cli", "reindex"], env=env, cwd=cwd,
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    seen = bytearray()
+
+    def read() -> None:
+        while chunk := proc.stderr.read1(4096):  # type: ignore[union-attr]
+            seen.extend(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 120
+    while shown.encode() not in seen and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    reader.join(10)
+    return seen.decode(errors="replace")

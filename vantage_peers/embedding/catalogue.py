@@ -48,8 +48,8 @@ class Entry:
     pooling: str  # "mean" | "cls"
     licence: str
     size_mb: int
-    query_prefix: str = ""  # what the model card asks to prepend to a query (not applied yet, docs/recall.md)
-    document_prefix: str = ""
+    query_prefix: str = ""  # what the model card asks to prepend to a query (embedding/prefixes.py)
+    document_prefix: str = ""  # ... and to a stored document
     extra: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -60,6 +60,9 @@ CATALOGUE: dict[str, Entry] = {
               query_prefix="Represent this sentence for searching relevant passages: "),
         Entry("gte-small", "thenlper/gte-small", "main",
               {"onnx/model.onnx": None, "tokenizer.json": None}, 384, "mean", "MIT", 133),
+        Entry("e5-small-v2", "intfloat/e5-small-v2", "main",
+              {"onnx/model.onnx": None, "tokenizer.json": None}, 384, "mean", "MIT", 133,
+              query_prefix="query: ", document_prefix="passage: "),
     )
 }
 

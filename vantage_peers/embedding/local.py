@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import int8_graph
+from . import int8_graph, prefixes
 from .embedding_error import EmbeddingError
 
 MODEL = "all-MiniLM-L6-v2-int8"  # the name recorded with the vectors in `meta`
@@ -132,11 +132,15 @@ class LocalEmbedder:
         self.folder = folder
         self.entry = entry
         self.pooling = entry.pooling if entry is not None else "mean"
+        # Query / document prefixes (embedding/prefixes.py) are part of the model id.
+        self.prefixes = prefixes.NONE
         if folder is not None:
-            self.model = f"folder:{folder.name}"
+            self.prefixes = prefixes.folder_prefixes(folder)
+            self.model = prefixes.model_id(f"folder:{folder.name}", self.prefixes)
             self.dimensions = None
         if entry is not None:
-            self.model, self.dimensions = entry.name, entry.dimensions
+            self.prefixes = prefixes.Prefixes(entry.query_prefix, entry.document_prefix)
+            self.model, self.dimensions = prefixes.model_id(entry.name, self.prefixes), entry.dimensions
         self.threads = threads  # None: half the cores (`threads()`); reindex asks for all of them
         self._session: Any = None
         self._tokenizer: Any = None
@@ -146,6 +150,15 @@ class LocalEmbedder:
         self.idle_unload_s = idle_unload_s  # None: keep the model for the life of the process
         self._last_used = 0.0
         self._timer: threading.Timer | None = None
+
+    @property
+    def source(self) -> dict[str, str]:
+        """Where the model comes from (embedding/loadable.py rebuilds it from this)."""
+        if self.entry is not None:
+            return {"kind": "catalogue", "name": self.entry.name}
+        if self.folder is not None:
+            return {"kind": "folder", "path": str(self.folder.resolve())}
+        return {"kind": "bundled"}
 
     @property
     def loaded(self) -> bool:
@@ -270,9 +283,13 @@ class LocalEmbedder:
             trim()
 
     def embed(self, texts: Sequence[str], *, timeout: float = 0.0) -> list[Any]:
-        """Same contract as the OpenAI provider: one float32 row per text (`timeout` does not apply:
-        nothing waits on a network)."""
-        return list(self.embed_array(texts))
+        """Documents (what is stored), with the model's document prefix. Same contract as the OpenAI
+        provider: one float32 row per text (`timeout` does not apply: nothing waits on a network)."""
+        return list(self.embed_array(prefixes.apply(self.prefixes.document, list(texts))))
+
+    def embed_query(self, texts: Sequence[str], *, timeout: float = 0.0) -> list[Any]:
+        """Queries, with the model's query prefix (what `recall` compares with the documents)."""
+        return list(self.embed_array(prefixes.apply(self.prefixes.query, list(texts))))
 
     def files(self) -> list[tuple[str, bool]]:
         """(path, present) of the files this model loads: the ONNX graph and the tokenizer (doctor)."""

@@ -7,7 +7,10 @@ tables themselves are declared where they are used (the memory table lives with 
 - The table is created on the first successful embedding, when the dimension is known; the model
   and dimension are recorded for the table (`vectorModels`, one row per vector table) and for the
   file (`meta`). A later, different model or dimension is a mismatch: nothing is written with it
-  until `vantage-peers reindex` drops the table and re-embeds. A query compares its vector only
+  until `vantage-peers reindex` rebuilds: with the same model it drops the table and re-embeds; with
+  another it *switches* (search/vector_switch.py): the new vectors fill a staged table beside the
+  index (`staged`, `<name>_next`) while queries keep using the old one, and the staged table
+  replaces it in one transaction at the end. A query compares its vector only
   with a table recorded for the model that embedded it (`table_model`): no search mixes two models.
 - Triggers created with the table keep the metadata in step with the source rows, whoever
   changes them.
@@ -21,6 +24,7 @@ tables themselves are declared where they are used (the memory table lives with 
 from __future__ import annotations
 
 import math
+import re
 from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +36,9 @@ from . import backend
 CHUNK_SIZE = 64
 META_MODEL = "embedding.model"
 META_DIMS = "embedding.dimensions"
+META_SWITCH = "embedding.switch"  # the model a switch is building its vectors with (search/vector_switch.py)
+META_SOURCE = "embedding.source:"  # + model id: where that model comes from (JSON, embedding/loadable.py)
+STAGED = "_next"  # suffix of the table a switch builds beside the index it will replace
 NO_EXPIRY = 1 << 62  # metadata columns cannot be NULL-compared inside a KNN; "never" is far future
 MAX_K = 4096  # vec0's own limit on k
 
@@ -105,6 +112,20 @@ class Scope:
         return self.value, self.value[:-1] + chr(ord(self.value[-1]) + 1)
 
 
+class QueryVector(list):  # type: ignore[type-arg]
+    """A query embedding that knows its model: `nearest` and `rescore` compare it only with a table
+    recorded for that model, checked in the search's own read (a switch may complete in between)."""
+
+    def __init__(self, values: Sequence[float], model: str) -> None:
+        super().__init__(values)
+        self.model = model
+
+
+def _other_model(conn: Connection, table: VecTable, vector: Sequence[float]) -> bool:
+    model = getattr(vector, "model", None)
+    return model is not None and table_mismatch(conn, table, model, len(vector)) is not None
+
+
 def pack(vector: Sequence[float]) -> bytes:
     """float32 bytes for vec0; numpy float32 rows (the embedding providers' output) without a copy per float."""
     if getattr(vector, "dtype", None) is not None and str(vector.dtype) == "float32":  # type: ignore[attr-defined]
@@ -167,6 +188,26 @@ def table_mismatch(conn: Connection, table: VecTable, model: str, dimensions: in
     return None
 
 
+def staged(table: VecTable) -> VecTable:
+    """The table a model switch fills beside `table` (`memories_vec_next`), with its own triggers
+    (renamed: they keep its rows in step with the source like the index's) and no sign codes (the
+    index gets them when the switch completes)."""
+    name = table.name + STAGED
+
+    def rename(text: str) -> str:
+        return re.sub(rf"\b{re.escape(table.name)}", name, text)
+
+    return VecTable(name=name, label=table.label, columns_ddl=table.columns_ddl, columns=table.columns,
+                    triggers={rename(k): rename(v) for k, v in table.triggers.items()},
+                    pg_triggers={rename(k): rename(v) for k, v in table.pg_triggers.items()}, ann=False)
+
+
+def switch_target(conn: Connection) -> str | None:
+    """The model a switch under way is building the index with (None when there is no switch)."""
+    value = conn.scalar("SELECT value FROM meta WHERE key = ?", (META_SWITCH,))
+    return str(value) if value else None
+
+
 def table_exists(conn: Connection, table: VecTable) -> bool:
     return backend.of(conn).vectors.exists(conn, table)
 
@@ -174,7 +215,7 @@ def table_exists(conn: Connection, table: VecTable) -> bool:
 def mismatch(conn: Connection, model: str, dimensions: int | None) -> str | None:
     """Why vectors of (`model`, `dimensions`) cannot be used with this file, or None if they can."""
     rec = recorded(conn)
-    if rec is None:
+    if rec is None or switch_target(conn) == model:  # a switch writes `model`'s vectors to staged tables
         return None
     if rec.model != model:
         return f"vectors on file were made by {rec.model!r} but {model!r} is configured; run `vantage-peers reindex`"
@@ -184,36 +225,69 @@ def mismatch(conn: Connection, model: str, dimensions: int | None) -> str | None
     return None
 
 
-def ensure(conn: Connection, model: str, dimensions: int, table: VecTable) -> None:
-    """Create `table` for (`model`, `dimensions`) on first use; refuse any other pair later."""
+def ensure(conn: Connection, model: str, dimensions: int, table: VecTable) -> VecTable:
+    """The table vectors of (`model`, `dimensions`) go to: `table` (created on first use), or its
+    staged table while a switch to `model` is under way; any other pair is refused."""
+    if switch_target(conn) == model and table_model(conn, table) != Recorded(model, dimensions):
+        table = staged(table)
+        problem = table_mismatch(conn, table, model, dimensions)
+        if problem:
+            raise ModelMismatch(problem)
+        if not table_exists(conn, table):
+            _create(conn, table, dimensions)
+            record(conn, table, model, dimensions)
+        return table
     problem = mismatch(conn, model, dimensions) or table_mismatch(conn, table, model, dimensions)
     if problem:
         raise ModelMismatch(problem)
     if table_exists(conn, table):
         if table_model(conn, table) is None:  # made before the per-table record: the file's record holds
-            _record(conn, table, model, dimensions)
-        return
+            record(conn, table, model, dimensions)
+        return table
+    _create(conn, table, dimensions)
+    record(conn, table, model, dimensions)
+    record_file(conn, model, dimensions)
+    return table
+
+
+def _create(conn: Connection, table: VecTable, dimensions: int) -> None:
     if conn.vec_version is None:
         raise ModelMismatch("the vector extension (sqlite-vec, or pgvector on PostgreSQL) is not loaded; "
                             "vectors cannot be stored")
     backend.of(conn).vectors.create(conn, table, dimensions)
-    _record(conn, table, model, dimensions)
+
+
+def record_file(conn: Connection, model: str, dimensions: int) -> None:
+    """The file-wide record (`meta`): the model every vector table of the file holds."""
     conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                      [(META_MODEL, model), (META_DIMS, str(int(dimensions)))])
 
 
-def _record(conn: Connection, table: VecTable, model: str, dimensions: int) -> None:
+def record_source(conn: Connection, model: str, source: str | None) -> None:
+    """Where `model` comes from (embedding/loadable.py's JSON), so a switch can embed queries with it."""
+    if source:
+        conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                     (META_SOURCE + model, source))
+
+
+def source_of(conn: Connection, model: str) -> str | None:
+    value = conn.scalar("SELECT value FROM meta WHERE key = ?", (META_SOURCE + model,))
+    return str(value) if value else None
+
+
+def record(conn: Connection, table: VecTable, model: str, dimensions: int) -> None:
     conn.execute("INSERT INTO vectorModels (name, model, dimensions, createdAt) VALUES (?, ?, ?, ?) "
                  "ON CONFLICT (name) DO UPDATE SET model = excluded.model, dimensions = excluded.dimensions, "
                  "createdAt = excluded.createdAt", (table.name, model, int(dimensions), now_ms()))
 
 
 def drop(conn: Connection, tables: Sequence[VecTable]) -> None:
-    """Forget every vector of `tables` and the recorded model (reindex starts from here)."""
-    for table in tables:
+    """Forget every vector of `tables` (and of their staged tables: a switch left unfinished) and the
+    recorded model (a reindex with the index's own model starts from here)."""
+    for table in [*tables, *(staged(t) for t in tables)]:
         backend.of(conn).vectors.drop(conn, table)
         conn.execute("DELETE FROM vectorModels WHERE name = ?", (table.name,))
-    conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (META_MODEL, META_DIMS))
+    conn.execute("DELETE FROM meta WHERE key IN (?, ?, ?)", (META_MODEL, META_DIMS, META_SWITCH))
 
 
 def replace(conn: Connection, table: VecTable, rows: Sequence[tuple[int, Sequence[object], Sequence[float]]]) -> None:
@@ -229,7 +303,7 @@ def count(conn: Connection, table: VecTable) -> int:
 def nearest(conn: Connection, table: VecTable, vector: Sequence[float], *, k: int,
             clauses: Sequence[str] = (), params: Sequence[object] = ()) -> list[tuple[int, float]]:
     """KNN in `table`: (seq, cosine distance), nearest first; `clauses` filter on its columns inside the KNN."""
-    if unusable(vector):
+    if unusable(vector) or _other_model(conn, table, vector):
         return []
     return _distances(backend.of(conn).vectors.nearest(conn, table, vector, k=max(1, min(k, MAX_K)),
                                                        clauses=clauses, params=params))
@@ -238,7 +312,7 @@ def nearest(conn: Connection, table: VecTable, vector: Sequence[float], *, k: in
 def rescore(conn: Connection, table: VecTable, vector: Sequence[float], seqs: Sequence[int], *, k: int,
             clauses: Sequence[str] = (), params: Sequence[object] = ()) -> list[tuple[int, float]]:
     """Exact cosine distances of `seqs` (those passing `clauses`), nearest first, at most k."""
-    if unusable(vector):
+    if unusable(vector) or _other_model(conn, table, vector):
         return []
     hits = _distances(backend.of(conn).vectors.rescore(conn, table, vector, seqs, clauses=clauses, params=params))
     hits.sort(key=lambda hit: (hit[1], hit[0]))

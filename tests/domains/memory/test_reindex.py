@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import io
 import os
-import signal
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
-from support.memory_helpers import MODEL, embedding_settings
+from support.memory_helpers import MODEL, embedding_settings, kill_cli_reindex
 
 from vantage_peers.db import Database
 from vantage_peers.domains.memory import maintenance, store, vectors
@@ -37,23 +33,7 @@ def test_reindex_killed_mid_run_resumes_without_re_embedding(db_path, server, db
     server.delay = 1.0  # each round of 256 takes a second: the kill lands between rounds
     env = {**os.environ, "VP_DB_PATH": str(db_path), "VP_EMBEDDINGS": "openai", "OPENAI_API_KEY": server.api_key,
            "OPENAI_BASE_URL": server.url, "VP_EMBEDDING_MODEL": MODEL, "VP_SCHEDULER": "0"}
-    proc = subprocess.Popen([sys.executable, "-m", "vantage_peers.cli", "reindex"], env=env, cwd=str(ROOT),
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
-    seen = bytearray()
-
-    def read() -> None:
-        while chunk := proc.stderr.read1(4096):  # type: ignore[union-attr]
-            seen.extend(chunk)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    deadline = time.monotonic() + 120
-    while f"256/{ROWS}".encode() not in seen and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(30)
-    reader.join(10)
-    out = seen.decode(errors="replace")
+    out = kill_cli_reindex(env, f"256/{ROWS}", str(ROOT))
     assert f"0/{ROWS}" in out and f"256/{ROWS}" in out and "docs/s" in out, out  # items and rate shown
     done = db.read(vectors.count)
     assert 256 <= done < ROWS

@@ -31,7 +31,8 @@ from ...embedding.embeddings import (
     EmbeddingError,
     shorten,
 )
-from ...search import vectors
+from ...embedding.loadable import source_of
+from ...search import vector_switch, vectors
 from ...search.corpus import Corpus
 from .vectors import MEMORIES as MEMORY_VECTORS
 
@@ -76,7 +77,8 @@ def claim(conn: Connection, *, owner: str, now: int, limit: int, corpus: Corpus 
     return [{"seq": r["seq"], "content": r["content"], "attempts": attempts[r["seq"]]} for r in found]
 
 
-def _store(conn: Connection, *, corpus: Corpus, owner: str, model: str, pairs: list[tuple[int, list[float]]]) -> int:
+def _store(conn: Connection, *, corpus: Corpus, owner: str, model: str, pairs: list[tuple[int, list[float]]],
+           source: str | None = None) -> int:
     """Write vectors for the jobs we still hold; returns how many were written."""
     marks = ",".join("?" for _ in pairs)
     held = {r["seq"] for r in conn.query(
@@ -84,7 +86,8 @@ def _store(conn: Connection, *, corpus: Corpus, owner: str, model: str, pairs: l
         [*(seq for seq, _ in pairs), owner])}
     if not held:
         return 0
-    vectors.ensure(conn, model, len(pairs[0][1]), corpus.vec)
+    target = vectors.ensure(conn, model, len(pairs[0][1]), corpus.vec)  # the staged table during a switch
+    vectors.record_source(conn, model, source)
     cols = ", ".join(f"{expr} AS c{i}" for i, expr in enumerate(corpus.meta_sql))
     meta = {r["seq"]: tuple(r[f"c{i}"] for i in range(len(corpus.meta_sql))) for r in conn.query(
         f"SELECT seq, {cols} FROM {corpus.source} WHERE seq IN ({','.join('?' for _ in held)})", list(held))}
@@ -94,7 +97,7 @@ def _store(conn: Connection, *, corpus: Corpus, owner: str, model: str, pairs: l
     if len(usable) < len(held):
         log.warning("%d %s without a usable vector (zero or non-finite): keyword search only",
                     len(held) - len(usable), corpus.name)
-    vectors.replace(conn, corpus.vec, usable)
+    vectors.replace(conn, target, usable)
     return len(held)
 
 
@@ -130,7 +133,9 @@ def _embed_group(db: Database, embedder: Embedder, owner: str, jobs: list[dict[s
         return 0, len(jobs), error
     pairs = [(j["seq"], v) for j, v in zip(jobs, vecs, strict=True)]
     try:
-        return db.write(lambda c: _store(c, corpus=corpus, owner=owner, model=embedder.model, pairs=pairs)), 0, None
+        source = source_of(embedder)
+        return db.write(lambda c: _store(c, corpus=corpus, owner=owner, model=embedder.model, pairs=pairs,
+                                         source=source)), 0, None
     except vectors.ModelMismatch as exc:
         message = str(exc)
         db.write(lambda c: _fail(c, corpus=corpus, owner=owner, jobs=jobs, error=message, now=clock()))
@@ -177,6 +182,8 @@ def embed_pending(
                 result["error"] = str(err)
                 log.warning("embedding batch failed, %d job(s) will be retried: %s", failed, err)
                 return result  # the endpoint is down or refusing us: wait for the backoff, don't hammer it
+    if db.read(vectors.switch_target) == embedder.model:  # a switch to this model: done when nothing is left
+        result["switched"] = db.write(lambda c: vector_switch.finish(c, corpora_of(corpora), embedder.model))
     return result
 
 
@@ -205,8 +212,13 @@ def retry_now(conn: Connection, corpora: Sequence[Corpus] | None = None) -> None
 
 def reset_all(conn: Connection, corpora: Sequence[Corpus] | None = None) -> int:
     """Forget every vector and queue every row of every corpus for embedding (what `reindex` starts with)."""
+    vectors.drop(conn, [c.vec for c in corpora_of(corpora)])
+    return queue_all(conn, corpora)
+
+
+def queue_all(conn: Connection, corpora: Sequence[Corpus] | None = None) -> int:
+    """Queue every row of every corpus for embedding; returns how many (a switch keeps the old vectors)."""
     everything = corpora_of(corpora)
-    vectors.drop(conn, [c.vec for c in everything])
     now = now_ms()
     total = 0
     for corpus in everything:

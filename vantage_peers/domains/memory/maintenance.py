@@ -11,6 +11,7 @@ from typing import Any, TextIO
 
 from ...db import Database
 from ...embedding.embeddings import EmbeddingError, embedder_for
+from ...search import vector_switch
 from ...search.corpus import Corpus
 from . import indexer, vectors
 
@@ -41,7 +42,8 @@ def doctor_checks(settings: Any, db: Database, corpora: Sequence[Corpus] | None 
         label = "local embedding model" if local else "embedding endpoint"
         try:
             probe = embedder.embed(["vantage-peers doctor probe"], timeout=PROBE_TIMEOUT_S)[0]
-            if rec is not None and len(probe) != rec.dimensions:
+            switching = db.read(vectors.switch_target) == embedder.model  # the new model may have other dims
+            if rec is not None and len(probe) != rec.dimensions and not switching:
                 out.append(("FAIL", label,
                             f"returns {len(probe)} dimensions, file holds {rec.dimensions}; run `vantage-peers reindex`"))
             elif local:
@@ -62,6 +64,10 @@ def doctor_checks(settings: Any, db: Database, corpora: Sequence[Corpus] | None 
     recorded_tables = [f"{name}: {rec.model} ({rec.dimensions} dims)" for name, rec in tables if rec is not None]
     if recorded_tables:
         out.append(("ok", "index model", "; ".join(recorded_tables)))
+    switch = db.read(lambda c: vector_switch.progress(c, indexer.corpora_of(corpora)))
+    if switch is not None:
+        out.append(("WARN", "index", f"{switch.old or 'none'} (switching to {switch.new}: {switch.embedded} of "
+                    f"{switch.total} embedded; run `vantage-peers reindex` to finish)"))
     mark = db.read(lambda c: c.scalar("SELECT value FROM meta WHERE key = ?", (REINDEX_MARK,)))
     if mark:
         out.append(("WARN", "reindex", f"a reindex to {mark} was interrupted; run `vantage-peers reindex` to finish it"))
@@ -90,8 +96,10 @@ def reindex_embedder(settings: Any) -> Any:
 
 def _begin(conn: Any, corpora: Sequence[Corpus] | None, model: str) -> tuple[int, int]:
     """(total, already done). A reindex for `model` that was killed resumes where it stopped: its
-    finished rows have no job left, and the dead run's leases are released. Otherwise every vector
-    is dropped and every row queued, and the run is marked in `meta` until it finishes."""
+    finished rows have no job left, and the dead run's leases are released. Otherwise every row is
+    queued and the run is marked in `meta` until it finishes; the vectors on file are dropped first
+    when they are `model`'s own, or kept searchable until the end when another model made them (a
+    switch, search/vector_switch.py)."""
     mark = conn.scalar("SELECT value FROM meta WHERE key = ?", (REINDEX_MARK,))
     if mark == model:
         total = pending = 0
@@ -101,7 +109,12 @@ def _begin(conn: Any, corpora: Sequence[Corpus] | None, model: str) -> tuple[int
             total += int(conn.scalar(f"SELECT count(*) FROM {corpus.source}"))
             pending += int(conn.scalar(f"SELECT count(*) FROM {corpus.jobs}"))
         return total, max(0, total - pending)
-    total = indexer.reset_all(conn, corpora)
+    tables = [c.vec for c in indexer.corpora_of(corpora)]
+    if vector_switch.needed(conn, tables, model):  # another model's vectors stay searchable meanwhile
+        vector_switch.begin(conn, tables, model)
+        total = indexer.queue_all(conn, corpora)
+    else:
+        total = indexer.reset_all(conn, corpora)
     conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                  (REINDEX_MARK, model))
     return total, 0
@@ -156,5 +169,9 @@ def reindex(settings: Any, db: Database, *, corpora: Sequence[Corpus] | None = N
     if left:
         err.write(f"vantage-peers reindex: {left} rows are not embedded yet (see `vantage-peers doctor`)\n")
         return 1
-    db.write(lambda c: c.execute("DELETE FROM meta WHERE key = ?", (REINDEX_MARK,)))
+    def done_(c: Any) -> None:
+        vector_switch.finish(c, indexer.corpora_of(corpora), embedder.model)  # the swap, in this transaction
+        c.execute("DELETE FROM meta WHERE key = ?", (REINDEX_MARK,))
+
+    db.write(done_)
     return 0

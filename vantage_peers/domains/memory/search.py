@@ -261,5 +261,7 @@ def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
         envelope: dict[str, Any] = {"mode": "keyword", "reason": reason or "no query embedding"}
     else:
         envelope = {"mode": "hybrid" if use_keyword else "semantic"}
+        if reason:  # vectors answered, with a caveat (the old model's, while the index switches)
+            envelope["reason"] = reason
     envelope["_query"] = query
     return _finish(items, envelope, fields)

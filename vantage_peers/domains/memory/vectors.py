@@ -23,6 +23,7 @@ from ...search.vectors import (  # noqa: F401 - re-exported for memory callers
     CHUNK_SIZE,
     NO_EXPIRY,
     ModelMismatch,
+    QueryVector,
     Recorded,
     Scope,
     VecTable,
@@ -30,6 +31,9 @@ from ...search.vectors import (  # noqa: F401 - re-exported for memory callers
     nearest,
     recorded,
     rescore,
+    source_of,
+    staged,
+    switch_target,
     table_mismatch,
     table_model,
     unusable,
@@ -72,8 +76,8 @@ def table_exists(conn: Connection, table: VecTable = MEMORIES) -> bool:
     return _vec.table_exists(conn, table)
 
 
-def ensure(conn: Connection, model: str, dimensions: int, table: VecTable = MEMORIES) -> None:
-    _vec.ensure(conn, model, dimensions, table)
+def ensure(conn: Connection, model: str, dimensions: int, table: VecTable = MEMORIES) -> VecTable:
+    return _vec.ensure(conn, model, dimensions, table)
 
 
 def drop(conn: Connection, tables: Sequence[VecTable] = (MEMORIES,)) -> None:
