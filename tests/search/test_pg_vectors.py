@@ -47,7 +47,9 @@ def test_filtered_knn_matches_an_exact_scan(db):
     db.write(fill)
     found = 0
     for vec in queries:
-        def both(c, vec=vec.tolist()):
+        point = vec.tolist()
+
+        def both(c, vec=point):
             args = dict(k=100, clauses=["kind = ?"], params=["a"])
             shipped = pg_vectors.nearest(c, TABLE, vec, **args)
             plan = c.rows(f"EXPLAIN SELECT seq FROM {TABLE.name} WHERE kind = 'a' ORDER BY embedding <=> ?::vector "
