@@ -105,7 +105,7 @@ def test_vec0_is_a_pgvector_table_with_an_hnsw_index():
     out = one("CREATE VIRTUAL TABLE m_vec USING vec0 (seq INTEGER PRIMARY KEY, ns TEXT PARTITION KEY, "
               "embedding float[384])")
     assert out == ("CREATE TABLE m_vec (seq BIGINT PRIMARY KEY, ns TEXT, embedding vector(384) NOT NULL); "
-                   "CREATE INDEX m_vec_hnsw ON m_vec USING hnsw (embedding vector_cosine_ops);")
+                   "CREATE INDEX m_vec_hnsw ON m_vec USING hnsw (embedding vector_cosine_ops) WITH (m = 32, ef_construction = 200);")
     assert "hnsw" not in one("CREATE VIRTUAL TABLE big_vec USING vec0 (embedding float[3072])")
 
 

@@ -25,10 +25,16 @@ def _vec(rng: random.Random) -> list[float]:
     return [x / n for x in v]
 
 
-@pytest.fixture
-def filled(db, monkeypatch):
+@pytest.fixture(params=["int8", "sign bits only"])
+def filled(db, monkeypatch, request):
+    """400 memories over the approximate threshold; with the int8 pass (a pool of 60 ranked by the
+    int8 copies, 20 rescored exactly) or without it (Q8_MAX_BYTES 0: 60 rescored exactly)."""
     monkeypatch.setattr(ann, "APPROX_MIN_FLOATS", 100 * DIMS)
     monkeypatch.setattr(ann, "MIN_CANDIDATES", 60)
+    monkeypatch.setattr(ann, "Q8_OVERSAMPLE", 6)
+    monkeypatch.setattr(ann, "Q8_MIN_POOL", 60)
+    if request.param != "int8":
+        monkeypatch.setattr(ann, "Q8_MAX_BYTES", 0)
     rng = random.Random(5)
     made: dict[int, list[float]] = {}
 
@@ -67,7 +73,7 @@ def test_approximate_matches_exact_with_exact_distances(filled):
                 assert dist == pytest.approx(exact_d[seq], abs=1e-6)
         hits_total += 10
         found += len({s for s, _ in approx} & set(exact_d))
-    assert found / hits_total >= 0.8  # recall@10 against exact search on clustered 256-d vectors, 60 candidates of 400
+    assert found / hits_total >= 0.8  # recall@10 against exact search on clustered 256-d vectors, a pool of 60 of 400
     seq, vec = next(iter(made.items()))
     assert _knn(db, vec, approximate=True)[0][0] == seq  # a stored vector finds itself first
 
@@ -111,3 +117,32 @@ def test_the_cache_follows_writes_from_another_connection_and_resets_on_reindex(
     assert not db.read(lambda c: ann.exists(c, vectors.TABLE))
     db.write(lambda c: vectors.ensure(c, "m2", DIMS))
     assert db.read(lambda c: ann.candidates(c, vectors.TABLE, q, k=10, scope=None)) is None  # empty again
+
+
+def test_a_vector_rewritten_by_another_connection_is_ranked_by_its_new_value(filled, db_path):
+    """The int8 copies follow re-embedded rows: a stale copy would keep the row out of the exact set."""
+    db, made, rng = filled
+    q = _vec(rng)
+    far = max(made, key=lambda seq: dict(_knn(db, q, approximate=False, k=400)).get(seq, -1.0))
+    assert _knn(db, q, approximate=True)[0][0] != far  # warm this process's cache (and far is far)
+    ns, kind = db.read(lambda c: tuple(c.rows("SELECT namespace, type FROM memories WHERE seq = ?", (far,))[0]))
+    other = Database(db_path)
+    try:
+        other.write(lambda c: vectors.upsert(c, [(far, ns, kind, 1, None, q)]))
+    finally:
+        other.close()
+    assert _knn(db, q, approximate=True)[0] == (far, pytest.approx(0.0, abs=1e-6))
+
+
+def test_superseded_candidates_are_skipped_without_a_short_list(filled):
+    """Most of the best candidates archived: the pool is rescored batch after batch, still k exact hits."""
+    db, made, rng = filled
+    q = _vec(rng)
+    best = [seq for seq, _ in _knn(db, q, approximate=False, k=40)]
+    db.write(lambda c: c.executemany("UPDATE memories SET isLatest = 0 WHERE seq = ?", [(s,) for s in best[:30]]))
+    db.write(lambda c: vectors.upsert(c, [(s, *c.rows("SELECT namespace, type FROM memories WHERE seq = ?", (s,))[0],
+                                           0, None, made[s]) for s in best[:30]]))
+    approx = _knn(db, q, approximate=True)
+    assert len(approx) == 10 and not {s for s, _ in approx} & set(best[:30])
+    exact = {s for s, _ in _knn(db, q, approximate=False)}
+    assert len({s for s, _ in approx} & exact) >= 7

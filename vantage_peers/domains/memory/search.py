@@ -32,7 +32,7 @@ from . import vectors
 from .asking import asking_adjust
 from .context import context_bonus
 from .dates import date_bonus
-from .store import LIVE, PREVIEW_CHARS, memory_doc, scope_sql
+from .store import LIVE, PREVIEW_CHARS, memory_doc, rows_by_seq, scope_sql
 from .vectors import Scope
 
 DEFAULT_LIMIT = 10
@@ -190,12 +190,7 @@ def vector_hits(conn: Connection, vector: Sequence[float], *, scope: Scope | Non
 
 
 def _rows_by_seq(conn: Connection, seqs: list[int], where: list[str], params: list[Any]) -> dict[int, Row]:
-    if not seqs:
-        return {}
-    marks = ",".join("?" for _ in seqs)
-    rows = conn.query(f"SELECT m.* FROM memories m WHERE m.seq IN ({marks}) AND {' AND '.join(where)}",
-                      [*seqs, *params])
-    return {row["seq"]: row for row in rows}
+    return {row["seq"]: row for row in rows_by_seq(conn, seqs, where, params)}
 
 
 def _reranked(conn: Connection, fused: list[Any], query: str, rerank: Callable[[str, list[str]], list[float]],

@@ -72,6 +72,21 @@ def scope_sql(scope: Scope | None, column: str = "namespace") -> tuple[list[str]
     return where, params
 
 
+def rows_by_seq(conn: Connection, seqs: list[int], where: list[str], params: list[Any],
+                columns: str = "m.*") -> list[Row]:
+    """The memories of `seqs` that pass `where` (clauses on alias `m`). The seqs are looked up first
+    (a MATERIALIZED CTE): without table statistics SQLite would otherwise walk a namespace's whole
+    index and test each row against the list (6 ms for 30 seqs in a 100k-memory namespace)."""
+    out: list[Row] = []
+    for start in range(0, len(seqs), 900):  # SQLite's bound-parameter budget
+        part = seqs[start:start + 900]
+        marks = ",".join("?" for _ in part)
+        out.extend(conn.query(
+            f"WITH picked AS MATERIALIZED (SELECT * FROM memories WHERE seq IN ({marks})) "
+            f"SELECT {columns} FROM picked m WHERE {' AND '.join(where) or 'TRUE'}", [*part, *params]))
+    return out
+
+
 # -- values ---------------------------------------------------------------------------------------
 def parse_ttl(value: str, now: int) -> int:
     """An ISO 8601 datetime (UTC when it names no offset) as Unix ms; must lie in the future."""

@@ -14,6 +14,7 @@ this module re-exports what memory callers use so they import one name.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ...core.scopes import byte_range
 from ...db import Connection
@@ -38,6 +39,7 @@ from ...search.vectors import (  # noqa: F401 - re-exported for memory callers
     table_model,
     unusable,
 )
+from .store import rows_by_seq
 
 TABLE = "memories_vec"
 _STALE, _PG_STALE = _vec.stale_triggers("memories", TABLE, "content, namespace")
@@ -122,37 +124,44 @@ def knn(
         clauses.append(f"type IN ({','.join('?' for _ in types)})")
         params.extend(types)
     if approximate:
-        # With a type filter: FILTER_OVERSAMPLE × more sign-code candidates, kept (in Hamming order)
-        # when the memories table says they are live, latest and of the type — one indexed IN
-        # query, far cheaper than vec0 lookups — and only those are rescored.
-        # A type filter usually removes most candidates: pre-filter a larger set. Without one, the
-        # rescoring's own filters (latest, unexpired) drop few, and the exact KNN covers a shortfall.
+        # With a type filter: FILTER_OVERSAMPLE × more candidates, kept (in their order) when the
+        # memories table says they are live, latest and of the type — indexed lookups, far cheaper
+        # than vec0's — and only the first `rescore` of those get the exact distance. Without one,
+        # the rescoring's own filters (latest, unexpired) drop few: the pool is rescored in batches
+        # of `rescore`, best first, until k are found; the exact KNN covers a shortfall.
         factor = ann.FILTER_OVERSAMPLE if types else 1
         seqs = ann.candidates(conn, MEMORIES.name, vector, k=k, scope=scope, factor=factor)
         if seqs is not None:
+            batch = seqs.rescore
             if types:
-                seqs = _live_first(conn, seqs, types=types, include_superseded=include_superseded,
-                                   now=now)[:ann.rescored(k, len(vector))]
-            hits = rescore(conn, MEMORIES, vector, seqs, k=k, clauses=clauses, params=params)
-            if len(hits) >= k:
-                return hits
+                seqs = _live_first(conn, seqs, types=types, include_superseded=include_superseded, now=now,
+                                   need=batch)[:batch]
+            hits: list[tuple[int, float]] = []
+            for start in range(0, len(seqs), batch):
+                hits.extend(rescore(conn, MEMORIES, vector, seqs[start:start + batch], k=k, clauses=clauses,
+                                    params=params))
+                if len(hits) >= k:
+                    return sorted(hits, key=lambda hit: (hit[1], hit[0]))[:k]
     return nearest(conn, MEMORIES, vector, k=k, clauses=clauses, params=params)
 
 
 def _live_first(conn: Connection, seqs: Sequence[int], *, types: Sequence[str] | None, include_superseded: bool,
-                now: int) -> list[int]:
-    """`seqs` (kept in order) whose memory is unexpired, latest unless `include_superseded`, of `types`."""
-    where = ["(expiresAt IS NULL OR expiresAt > ?)"]
-    params: list[object] = [now]
+                now: int, need: int) -> list[int]:
+    """`seqs` (kept in order) whose memory is unexpired, latest unless `include_superseded`, of `types`;
+    looked up a slice at a time, stopping once `need` are kept (each lookup is a random row read)."""
+    where = ["(m.expiresAt IS NULL OR m.expiresAt > ?)"]
+    params: list[Any] = [now]
     if not include_superseded:
-        where.append("isLatest = 1")
+        where.append("m.isLatest = 1")
     if types:
-        where.append(f"type IN ({','.join('?' for _ in types)})")
+        where.append(f"m.type IN ({','.join('?' for _ in types)})")
         params.extend(types)
-    keep: set[int] = set()
-    for start in range(0, len(seqs), 900):  # SQLite's bound-parameter budget
-        part = list(seqs[start:start + 900])
-        marks = ",".join("?" for _ in part)
-        keep.update(int(r[0]) for r in conn.rows(
-            f"SELECT seq FROM memories WHERE seq IN ({marks}) AND {' AND '.join(where)}", [*part, *params]))
-    return [seq for seq in seqs if seq in keep]
+    kept: list[int] = []
+    step = max(need, 100)
+    for start in range(0, len(seqs), step):
+        part = list(seqs[start:start + step])
+        keep = {int(r["seq"]) for r in rows_by_seq(conn, part, where, params, columns="m.seq")}
+        kept.extend(seq for seq in part if seq in keep)
+        if len(kept) >= need:
+            break
+    return kept
