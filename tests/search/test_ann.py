@@ -7,9 +7,11 @@ import random
 
 import pytest
 
-from vantage_peers.db import Database
+from vantage_peers.db import open_database
 from vantage_peers.domains.memory import store, vectors
 from vantage_peers.search import ann
+
+pytestmark = pytest.mark.backends  # PostgreSQL keeps its sign codes and int8 copies in a bits table too
 
 DIMS = 256
 
@@ -64,6 +66,7 @@ def test_approximate_matches_exact_with_exact_distances(filled):
     hits_total = found = 0
     for _ in range(20):
         q = _vec(rng)
+        assert db.read(lambda c, q=q: ann.candidates(c, vectors.TABLE, q, k=10, scope=None))  # the approximate path
         exact = _knn(db, q, approximate=False)
         approx = _knn(db, q, approximate=True)
         assert len(approx) == 10 and approx == sorted(approx, key=lambda h: h[1])
@@ -97,11 +100,11 @@ def test_filters_apply_in_the_approximate_path(filled):
     assert top not in {s for s, _ in _knn(db, q, approximate=True, scope=scope, types=["fact"], k=30)}
 
 
-def test_the_cache_follows_writes_from_another_connection_and_resets_on_reindex(filled, db_path):
+def test_the_cache_follows_writes_from_another_connection_and_resets_on_reindex(filled, settings):
     db, made, rng = filled
     q = _vec(rng)
     assert _knn(db, q, approximate=True)[0][0] != 0  # warm this process's cache
-    other = Database(db_path)
+    other = open_database(settings)
     try:
         def add(c) -> int:
             mid = store.store_memory(c, namespace="project/p0", type="fact", content="new", created_by="t")["memoryId"]
@@ -119,14 +122,14 @@ def test_the_cache_follows_writes_from_another_connection_and_resets_on_reindex(
     assert db.read(lambda c: ann.candidates(c, vectors.TABLE, q, k=10, scope=None)) is None  # empty again
 
 
-def test_a_vector_rewritten_by_another_connection_is_ranked_by_its_new_value(filled, db_path):
+def test_a_vector_rewritten_by_another_connection_is_ranked_by_its_new_value(filled, settings):
     """The int8 copies follow re-embedded rows: a stale copy would keep the row out of the exact set."""
     db, made, rng = filled
     q = _vec(rng)
     far = max(made, key=lambda seq: dict(_knn(db, q, approximate=False, k=400)).get(seq, -1.0))
     assert _knn(db, q, approximate=True)[0][0] != far  # warm this process's cache (and far is far)
     ns, kind = db.read(lambda c: tuple(c.rows("SELECT namespace, type FROM memories WHERE seq = ?", (far,))[0]))
-    other = Database(db_path)
+    other = open_database(settings)
     try:
         other.write(lambda c: vectors.upsert(c, [(far, ns, kind, 1, None, q)]))
     finally:
@@ -146,3 +149,38 @@ def test_superseded_candidates_are_skipped_without_a_short_list(filled):
     assert len(approx) == 10 and not {s for s, _ in approx} & set(best[:30])
     exact = {s for s, _ in _knn(db, q, approximate=False)}
     assert len({s for s, _ in approx} & exact) >= 7
+
+
+@pytest.mark.sqlite_only
+def test_a_bits_table_older_than_the_int8_copies_takes_them_from_the_vectors(filled, monkeypatch):
+    """Files embedded before the q8 column: the cache makes its int8 copies from vec0's floats, and
+    new writes go on without the column (until `vantage-peers reindex` recreates the table)."""
+    db, made, rng = filled
+    if ann.Q8_MAX_BYTES == 0:
+        pytest.skip("the int8 pass is off in this variant")
+    db.write(lambda c: c.execute(f"ALTER TABLE {ann.bits_table(vectors.TABLE)} DROP COLUMN q8"))
+    monkeypatch.setattr(ann, "_caches", {})
+    monkeypatch.setattr(ann, "Q8_SCAN_ROWS", 100)  # the first load scans, later ones look rows up
+    q = _vec(rng)
+    approx = _knn(db, q, approximate=True)
+    cache = next(iter(ann._caches.values()))
+    assert cache.q8 is not None and len(cache.q8) == len(made) and cache.q8_norm.min() > 100
+    exact = {s for s, _ in _knn(db, q, approximate=False)}
+    assert len({s for s, _ in approx} & exact) >= 8
+    seq = next(iter(made))
+    ns, kind = db.read(lambda c: tuple(c.rows("SELECT namespace, type FROM memories WHERE seq = ?", (seq,))[0]))
+    db.write(lambda c: vectors.upsert(c, [(seq, ns, kind, 1, None, q)]))
+    assert _knn(db, q, approximate=True)[0] == (seq, pytest.approx(0.0, abs=1e-6))
+
+
+@pytest.mark.sqlite_only
+def test_codes_are_the_same_from_a_list_or_a_numpy_row(backend):
+    import numpy as np
+
+    for dims in (384, 385, 7):
+        row = np.random.default_rng(dims).standard_normal(dims).astype(np.float32)
+        assert ann.signs(row) == ann.signs([float(x) for x in row])
+        assert ann.int8(row) == ann.int8([float(x) for x in row])
+        q = np.frombuffer(ann.int8(row), dtype=np.int8).astype(np.float32)
+        assert float(np.dot(q, row) / (np.linalg.norm(q) * np.linalg.norm(row))) > 0.9995  # the copy keeps the direction
+    assert ann.int8([0.0, 0.0]) == b"\x00\x00"  # a zero vector: no division by zero

@@ -19,7 +19,8 @@ def test_the_backend_matches_the_database(db, backend: str):
     chosen = db.read(lambda c: backend_of(c))
     assert chosen.name == backend
     assert chosen.vectors is (pg_vectors if backend == "postgres" else sqlite_vectors)
-    assert chosen.sign_codes is (backend == "sqlite")
+    assert ("BYTEA" if backend == "postgres" else "seq INTEGER PRIMARY KEY") in chosen.bits_columns
+    assert chosen.table_exists is chosen.vectors.table_exists and chosen.has_column is chosen.vectors.has_column
     assert chosen.budget_needs_transaction is (backend == "postgres")
 
 

@@ -62,6 +62,18 @@ def call_scope(busy_budget_ms: int, search_budget_ms: int = 0) -> Iterator[CallS
         _local.scope = None
 
 
+@contextlib.contextmanager
+def adopted(scope: CallScope | None) -> Iterator[None]:
+    """This thread works inside another thread's call scope (a helper of that call: its budgets and
+    `truncated` flag are the call's), then returns to its own."""
+    previous = current_scope()
+    _local.scope = scope
+    try:
+        yield
+    finally:
+        _local.scope = previous
+
+
 def retry(fn: Callable[[], T], scope: CallScope, conn: Any = None,
           errors: tuple[type[BaseException], ...] = BUSY_ERRORS) -> T:
     """`fn()`, retried on SQLITE_BUSY (or the backend's `errors`) until the scope's budget is spent; then `Busy`."""

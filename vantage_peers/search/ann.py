@@ -16,7 +16,7 @@ If the rescored candidates leave fewer than k hits (most were archived or filter
 exact KNN answers instead.
 
 Between the two, while the scope's vectors fit Q8_MAX_BYTES, a second in-memory pass: each vector
-is also cached as int8 (its unit vector × 127), a wider Hamming pool (Q8_OVERSAMPLE × k) is ranked
+is also cached as int8 (scaled so its largest component is ±127), a wider Hamming pool (Q8_OVERSAMPLE × k) is ranked
 by the int8 cosine, and only its best Q8_EXACT × k get the exact vec0 lookup — 200 point lookups
 instead of 600 at k = 100, a tighter ranking for the same cost. The int8 copies are read from the
 vec0 table itself (its rows written since the cache last looked; a scan when there are many), so
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -84,13 +85,14 @@ def bits_table(name: str) -> str:
 
 
 def create(conn: Any, name: str) -> None:
-    """The bits table for vec0 table `name` (empty, like the vec0 table it shadows)."""
+    """The bits table for vector table `name` (empty, like the table it shadows)."""
     table = bits_table(name)
-    conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (seq INTEGER PRIMARY KEY, gen INTEGER NOT NULL, "
-                 "part TEXT, bits BLOB NOT NULL)")
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {table} ({backend.of(conn).bits_columns})")
     conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_by_gen ON {table} (gen)")
-    conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                     [(META_GEN, "0"), (META_EPOCH, uuid.uuid4().hex)])
+    conn.executemany(_SET_META, [(META_GEN, "0"), (META_EPOCH, uuid.uuid4().hex)])
+
+
+_SET_META = "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 
 
 def drop(conn: Any, name: str) -> None:
@@ -99,14 +101,22 @@ def drop(conn: Any, name: str) -> None:
 
 
 def exists(conn: Any, name: str) -> bool:
-    if not backend.of(conn).sign_codes:
-        return False  # PostgreSQL's vector tables have an HNSW index instead (search/pg_vectors.py)
-    return conn.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (bits_table(name),)) is not None
+    return backend.of(conn).table_exists(conn, bits_table(name))
+
+
+def has_q8(conn: Any, name: str) -> bool:
+    """Does the bits table carry the int8 copies (SQLite tables made before them do not: the cache
+    reads the float vectors instead)?"""
+    return backend.of(conn).has_column(conn, bits_table(name), "q8")
 
 
 def signs(vector: Any) -> bytes:
     """One bit per dimension (x > 0), most significant first, zero-padded: `np.packbits(v > 0)`, in plain
     Python so that a server whose model lives in the shared host (#20) never imports numpy (≈17 MB)."""
+    if getattr(vector, "dtype", None) is not None:  # a numpy row: numpy is loaded already
+        import numpy as np
+
+        return np.packbits(np.asarray(vector) > 0).tobytes()
     bits = 0
     for x in vector:
         bits = (bits << 1) | (1 if x > 0 else 0)
@@ -114,14 +124,36 @@ def signs(vector: Any) -> bytes:
     return (bits << pad).to_bytes((len(vector) + pad) // 8, "big")
 
 
+def int8(vector: Any) -> bytes:
+    """The int8 copy: the vector scaled so that its largest component is ±127, rounded (a cosine does
+    not see the scale; the full range keeps the most precision) — with numpy when the vector is
+    already a numpy row (the local model's output), else in plain Python (like `signs`)."""
+    if getattr(vector, "dtype", None) is not None:
+        import numpy as np
+
+        row = np.asarray(vector, dtype=np.float32)
+        top = float(np.abs(row).max()) if row.size else 0.0
+        return np.clip(np.rint(row * (127.0 / top if top > 0 else 0.0)), -127, 127).astype(np.int8).tobytes()
+    values = [float(x) for x in vector]
+    top = max((abs(x) for x in values), default=0.0)
+    scale = 127.0 / top if top > 0 else 0.0
+    return array("b", [max(-127, min(127, round(x * scale))) for x in values]).tobytes()
+
+
 def write(conn: Any, name: str, rows: Sequence[tuple[int, str | None, Any]]) -> None:
     """(seq, partition value, float vector) rows, in the caller's transaction."""
     if not rows or not exists(conn, name):
         return
-    gen = int(conn.scalar("SELECT coalesce(max(CAST(value AS INTEGER)), 0) + 1 FROM meta WHERE key = ?", (META_GEN,)))
-    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (META_GEN, str(gen)))
-    conn.executemany(f"INSERT OR REPLACE INTO {bits_table(name)} (seq, gen, part, bits) VALUES (?, ?, ?, ?)",
-                     [(seq, gen, part, signs(vec)) for seq, part, vec in rows])
+    gen = int(conn.scalar("SELECT coalesce(max(CAST(value AS BIGINT)), 0) + 1 FROM meta WHERE key = ?", (META_GEN,)))
+    conn.execute(_SET_META, (META_GEN, str(gen)))
+    table = bits_table(name)
+    if has_q8(conn, name):
+        conn.executemany(f"INSERT INTO {table} (seq, gen, part, bits, q8) VALUES (?, ?, ?, ?, ?) ON CONFLICT (seq) "
+                         "DO UPDATE SET gen = excluded.gen, part = excluded.part, bits = excluded.bits, q8 = excluded.q8",
+                         [(seq, gen, part, signs(vec), int8(vec)) for seq, part, vec in rows])
+    else:
+        conn.executemany(f"INSERT OR REPLACE INTO {table} (seq, gen, part, bits) VALUES (?, ?, ?, ?)",
+                         [(seq, gen, part, signs(vec)) for seq, part, vec in rows])
 
 
 class _Cache:
@@ -142,7 +174,7 @@ class _Cache:
         self.seqs = np.zeros(0, dtype=np.int64)
         self.parts = np.zeros(0, dtype=np.int32)
         self.codes = np.zeros((0, 0), dtype=np.uint8)
-        self.q8: Any = None  # int8 unit vectors × 127, row i for seqs[i]; None when over Q8_MAX_BYTES
+        self.q8: Any = None  # int8 copies (`int8`), row i for seqs[i]; None when over Q8_MAX_BYTES
         self.q8_norm: Any = None  # their norms (float32), for the cosine of the int8 copies
         self.mask_key: tuple[Any, ...] | None = None
         self._xor: Any = None
@@ -160,21 +192,21 @@ class _Cache:
             self.epoch = epoch
         if gen == self.gen:
             return
-        rows = conn.raw.execute(f"SELECT seq, part, bits FROM {bits_table(name)} WHERE gen > ?",
-                                (self.gen,)).fetchall()
+        q8 = "q8" if has_q8(conn, name) else "NULL"
+        rows = conn.rows(f"SELECT seq, part, bits, {q8} FROM {bits_table(name)} WHERE gen > ?", (self.gen,))
         self.gen = gen
         if not rows:
             return
-        width = len(rows[0][2])
+        width = len(bytes(rows[0][2]))
         if self.codes.shape[1] != width:
             self.codes = np.zeros((0, width), dtype=np.uint8)
-        codes = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.uint8).reshape(len(rows), width)
+        codes = np.frombuffer(b"".join(bytes(r[2]) for r in rows), dtype=np.uint8).reshape(len(rows), width)
         parts = np.array([self.name_ids.setdefault(r[1], len(self.name_ids)) for r in rows], dtype=np.int32)
         for part, pid in self.name_ids.items():
             if pid >= len(self.names):
                 self.names.append(part)
         fresh = []
-        for i, (seq, _part, _bits) in enumerate(rows):
+        for i, (seq, _part, _bits, _q8) in enumerate(rows):
             at = self.index.get(seq)
             if at is None:
                 fresh.append(i)
@@ -188,39 +220,55 @@ class _Cache:
             self.codes = np.concatenate([self.codes, codes[fresh]])
             for offset, i in enumerate(fresh):
                 self.index[rows[i][0]] = start + offset
-        self._refresh_q8(conn, name, [int(r[0]) for r in rows], width * 8)
+        self._refresh_q8(conn, name, {int(r[0]): r[3] for r in rows}, width * 8)
 
-    def _refresh_q8(self, conn: Any, name: str, seqs: list[int], dims: int) -> None:
-        """Bring the int8 copies up to `self.seqs` (rows `seqs` were just written or re-written)."""
+    def _refresh_q8(self, conn: Any, name: str, written: dict[int, Any], dims: int) -> None:
+        """Bring the int8 copies up to `self.seqs`: `written` maps the rows just (re)written to their
+        stored copy, or None when the bits table has none (made before them: read from the vec0 table)."""
         import numpy as np
 
         if len(self.seqs) * dims > Q8_MAX_BYTES:
             self.q8 = self.q8_norm = None  # too large to hold: the exact lookups rescore the Hamming pool
             return
         if self.q8 is None or self.q8.shape[1] != dims:
+            if len(written) < len(self.seqs):  # the copies were dropped (over the bound) or never made
+                self.gen, self.epoch = -1, None  # reload every row on the next query
+                return
             self.q8 = np.zeros((0, dims), dtype=np.int8)
             self.q8_norm = np.zeros(0, dtype=np.float32)
-            seqs = [int(x) for x in self.seqs]  # (re)build for every cached row
         grow = len(self.seqs) - len(self.q8)
         if grow > 0:
             self.q8 = np.concatenate([self.q8, np.zeros((grow, dims), dtype=np.int8)])
             self.q8_norm = np.concatenate([self.q8_norm, np.zeros(grow, dtype=np.float32)])
+        stored = [(seq, bytes(blob)) for seq, blob in written.items() if blob is not None]
+        missing = [seq for seq, blob in written.items() if blob is None]
+        if stored:
+            at = np.array([self.index[seq] for seq, _ in stored])
+            self.q8[at] = np.frombuffer(b"".join(b for _, b in stored), dtype=np.int8).reshape(len(stored), dims)
+            self.q8_norm[at] = np.linalg.norm(self.q8[at].astype(np.float32), axis=1)
+        if missing:
+            self._q8_from_vectors(conn, name, missing, dims)
+
+    def _q8_from_vectors(self, conn: Any, name: str, seqs: list[int], dims: int) -> None:
+        """int8 copies made from the vec0 table's floats (SQLite bits tables older than the q8 column)."""
+        import numpy as np
+
         wanted = set(seqs)
         if len(seqs) > Q8_SCAN_ROWS:
-            found = ((seq, blob) for seq, blob in conn.raw.execute(f"SELECT rowid, embedding FROM {name}")
-                     if seq in wanted)
+            found = [(seq, blob) for seq, blob in conn.raw.execute(f"SELECT rowid, embedding FROM {name}")
+                     if seq in wanted]
         else:
             sql = f"SELECT rowid, embedding FROM {name} WHERE rowid = ?"
-            found = (row for seq in seqs for row in conn.raw.execute(sql, (seq,)))
-        for seq, blob in found:
-            at = self.index.get(int(seq))
-            if at is None or len(blob) != dims * 4:
-                continue
-            vec = np.frombuffer(blob, dtype=np.float32)
-            norm = float(np.sqrt(np.dot(vec, vec)))
-            q = np.rint(vec * (127.0 / norm)).astype(np.int8) if norm > 0 else np.zeros(dims, dtype=np.int8)
-            self.q8[at] = q
-            self.q8_norm[at] = float(np.sqrt(np.dot(q.astype(np.float32), q.astype(np.float32))))
+            found = [row for seq in seqs for row in conn.raw.execute(sql, (seq,))]
+        found = [(int(seq), blob) for seq, blob in found if int(seq) in self.index and len(blob) == dims * 4]
+        if not found:
+            return
+        at = np.array([self.index[seq] for seq, _ in found])
+        vecs = np.frombuffer(b"".join(b for _, b in found), dtype=np.float32).reshape(len(found), dims)
+        top = np.abs(vecs).max(axis=1, keepdims=True)  # as `int8`: the largest component becomes ±127
+        q8 = np.clip(np.rint(vecs * (127.0 / np.where(top > 0, top, 1.0))), -127, 127).astype(np.int8)
+        self.q8[at] = q8
+        self.q8_norm[at] = np.linalg.norm(q8.astype(np.float32), axis=1)
 
     def hamming(self, query: Any) -> Any:
         """Hamming distance (int32) of every cached code to `query`: XOR then popcount, 8 bytes at a
@@ -262,8 +310,14 @@ _caches: dict[str, _Cache] = {}
 _caches_lock = threading.Lock()
 
 
+def _key(conn: Any) -> str:
+    """One cache per database: the SQLite file, or the PostgreSQL URL."""
+    url = getattr(getattr(conn, "db", None), "url", None)
+    return str(url) if url else conn.raw.filename
+
+
 def _cache_for(conn: Any) -> _Cache:
-    key = conn.raw.filename
+    key = _key(conn)
     with _caches_lock:
         if key not in _caches:
             _caches[key] = _Cache()
@@ -276,7 +330,7 @@ def candidates(conn: Any, name: str, vector: Any, *, k: int, scope: Any, factor:
     if not exists(conn, name):
         return None
     with _caches_lock:
-        known = conn.raw.filename in _caches
+        known = _key(conn) in _caches
     if not known and conn.scalar(f"SELECT count(*) FROM {bits_table(name)}") * len(vector) < APPROX_MIN_FLOATS:
         return None  # a small file, never cached: exact KNN without importing numpy (#20, ≈17 MB per server)
     import numpy as np

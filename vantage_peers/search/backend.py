@@ -37,7 +37,13 @@ class SearchBackend:
     bounded_query: Callable[..., list[dict[str, Any]]]  # (conn, sql, params, scope, deadline): under the budget
     budget_needs_transaction: bool  # PostgreSQL's budget is a savepoint: it applies inside a transaction only
     vectors: VectorOps
-    sign_codes: bool  # search/ann.py's approximate first pass (SQLite); PostgreSQL's HNSW index replaces it
+    bits_columns: str  # search/ann.py's bits table: its columns in this database's types
+    table_exists: Callable[[Any, str], bool]
+    has_column: Callable[[Any, str, str], bool]  # (conn, table, column)
+
+
+# INTEGER PRIMARY KEY is SQLite's rowid itself (no second index); PostgreSQL's INTEGER is 32 bits.
+_BITS = "seq {key} PRIMARY KEY, gen BIGINT NOT NULL, part TEXT, bits {blob} NOT NULL, q8 {blob}"
 
 
 @functools.cache
@@ -49,11 +55,15 @@ def _build(name: str) -> SearchBackend:
         from . import pg_vectors
 
         return SearchBackend(name="postgres", keyword_rows=keyword.pg_rows, bounded_query=budget.pg_query,
-                             budget_needs_transaction=True, vectors=pg_vectors, sign_codes=False)
+                             budget_needs_transaction=True, vectors=pg_vectors,
+                             bits_columns=_BITS.format(key="BIGINT", blob="BYTEA"),
+                             table_exists=pg_vectors.table_exists, has_column=pg_vectors.has_column)
     from . import sqlite_vectors
 
     return SearchBackend(name="sqlite", keyword_rows=keyword.sqlite_rows, bounded_query=budget.sqlite_query,
-                         budget_needs_transaction=False, vectors=sqlite_vectors, sign_codes=True)
+                         budget_needs_transaction=False, vectors=sqlite_vectors,
+                         bits_columns=_BITS.format(key="INTEGER", blob="BLOB"),
+                         table_exists=sqlite_vectors.table_exists, has_column=sqlite_vectors.has_column)
 
 
 _chosen: weakref.WeakKeyDictionary[Any, SearchBackend] = weakref.WeakKeyDictionary()

@@ -3,8 +3,12 @@
 The counterpart of the vec0 tables (search/sqlite_vectors.py; search/backend.py picks this module for a
 PostgreSQL database): `<name>(seq BIGINT PRIMARY KEY, <metadata columns>, embedding vector(n))`, created on
 the first embedding like vec0's, with the VecTable's `pg_triggers` (plpgsql functions named like
-the triggers they back, so dropping a function drops its trigger). HNSW replaces the sign-bit first
-pass of search/ann.py: the graph is built wider than pgvector's default (db/pgschema_virtual.py's
+the triggers they back, so dropping a function drops its trigger). Large scopes are searched like
+SQLite's, by search/ann.py's sign codes and int8 copies (a `<name>_bits` table beside the vectors, a
+per-process cache) with the exact distance of the best candidates (`rescore`: one `seq = ANY(…)`
+query); tables created before that have no bits table and keep the HNSW path until `vantage-peers
+reindex`. The exact KNN (`nearest`: small scopes, and a shortfall of the approximate path) uses
+HNSW: the graph is built wider than pgvector's default (db/pgschema_virtual.py's
 HNSW_WITH), a KNN query sets `hnsw.ef_search` to EF_SEARCH or k if larger (the width that keeps
 recall@10 against an exact scan at 0.95 or more) and `hnsw.iterative_scan = strict_order` (filters
 inside the KNN still yield k rows, nearest first). pgvector indexes at most HNSW_MAX_DIMS dimensions;
@@ -19,6 +23,7 @@ from typing import Any
 
 from ..db import Connection
 from ..db.pgschema_virtual import HNSW_MAX_DIMS, HNSW_WITH
+from . import ann
 
 # Measured on 100k synthetic 384-d vectors (benchmarks/pg_hnsw.py), m 32 / ef_construction 200, k 100:
 # recall@10 against exact 0.87 / 0.895 / 0.94 / 0.945 / 0.96 / 0.97 at ef_search 100 / 200 / 400 / 500 / 600 /
@@ -35,6 +40,11 @@ def literal(vector: Sequence[float]) -> str:
 
 def table_exists(conn: Connection, name: str) -> bool:
     return bool(conn.scalar("SELECT to_regclass(?) IS NOT NULL", [name]))
+
+
+def has_column(conn: Connection, table: str, column: str) -> bool:
+    return bool(conn.scalar("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+                            "AND table_name = ? AND column_name = ?", [table, column.lower()]))
 
 
 def exists(conn: Connection, table: Any) -> bool:
@@ -58,12 +68,15 @@ def create(conn: Connection, table: Any, dimensions: int) -> None:
                      f"{HNSW_WITH}")
     for ddl in table.pg_triggers.values():
         conn.script(ddl)
+    if table.ann:
+        ann.create(conn, table.name)  # sign codes and int8 copies for large scopes (search/ann.py)
 
 
 def drop(conn: Connection, table: Any) -> None:
     for name in table.pg_triggers:
         conn.execute(f"DROP FUNCTION IF EXISTS {name}() CASCADE")
     conn.execute(f"DROP TABLE IF EXISTS {table.name}")
+    ann.drop(conn, table.name)
 
 
 def replace(conn: Connection, table: Any, rows: Sequence[tuple[int, Sequence[object], Sequence[float]]]) -> None:
@@ -75,6 +88,8 @@ def replace(conn: Connection, table: Any, rows: Sequence[tuple[int, Sequence[obj
         f"ON CONFLICT (seq) DO UPDATE SET {updates}",
         [(seq, *values, literal(vec)) for seq, values, vec in rows],
     )
+    if table.ann:  # the first column is the partition key (the scope of an approximate query)
+        ann.write(conn, table.name, [(seq, values[0], vec) for seq, values, vec in rows])
 
 
 def _settings(conn: Connection, k: int, filtered: bool) -> None:

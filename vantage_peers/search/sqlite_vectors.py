@@ -12,8 +12,16 @@ from . import ann
 from .vectors import CHUNK_SIZE, pack
 
 
+def table_exists(conn: Connection, name: str) -> bool:
+    return conn.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)) is not None
+
+
+def has_column(conn: Connection, table: str, column: str) -> bool:
+    return any(row[1] == column for row in conn.rows(f"PRAGMA table_info({table})"))
+
+
 def exists(conn: Connection, table: Any) -> bool:
-    return conn.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table.name,)) is not None
+    return table_exists(conn, table.name)
 
 
 def create(conn: Connection, table: Any, dimensions: int) -> None:

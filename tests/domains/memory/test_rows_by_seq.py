@@ -34,9 +34,8 @@ def test_rows_by_seq_returns_exactly_the_listed_rows_that_pass_the_filters(db):
     assert sorted(r["seq"] for r in narrow) == sorted(wanted[:-1]) and set(narrow[0]) == {"seq"}
 
 
+@pytest.mark.sqlite_only  # PostgreSQL plans from its statistics
 def test_rows_by_seq_reads_by_key_not_by_the_namespace_index(db, backend):
-    if backend != "sqlite":
-        pytest.skip("PostgreSQL plans from its statistics")
     seqs = _fill(db, 300)
     where, params = _filters(store.scope_of("big/ns"), None, False, now_ms())
     seen: list[tuple[str, object]] = []

@@ -212,10 +212,19 @@ def _bonuses(conn: Connection, query: str, now: int, scores: Mapping[Hashable, f
     return out
 
 
+def keyword_candidates(conn: Connection, *, query: str, scope: Scope | None, types: Sequence[str] | None,
+                       include_superseded: bool, now: int, limit: int) -> dict[int, float]:
+    """The keyword ranker's share of a hybrid search for `limit` hits: {seq: BM25 rank}, best first."""
+    return {row["seq"]: row["rank"] for row in keyword_hits(
+        conn, query=query, scope=scope, types=types, include_superseded=include_superseded, now=now,
+        limit=depth_for(limit), mode="or", candidates=True)}
+
+
 def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reason: str | None,
            scope: Scope | None, types: Sequence[str] | None, include_superseded: bool, limit: int, now: int,
            shape: Shape = memory_doc, use_keyword: bool = True, fields: str = "full",
-           rerank: Callable[[str, list[str]], list[float]] | None = None, rerank_k: int = 30) -> dict[str, Any]:
+           rerank: Callable[[str, list[str]], list[float]] | None = None, rerank_k: int = 30,
+           keyword: Callable[[], dict[int, float]] | None = None) -> dict[str, Any]:
     """Fuse BM25 and KNN (z-score convex); keyword mode (with `reason`) when there is no query vector.
 
     `rerank` (recall with VP_RERANK_MODEL, embedding/rerank.py) rescores the fused top `rerank_k` by
@@ -223,17 +232,21 @@ def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
 
     `use_keyword=False` is the semantic-only ranking (cosine order) of search_episodes_by_semantic,
     which still answers from BM25 when no vector is available.
+
+    `keyword`: the keyword candidates computed elsewhere (`keyword_candidates` on another thread,
+    memory/overlap.py), called once the KNN is done.
     """
     depth = depth_for(limit)
-    kw_ranks: dict[int, float] = {}
-    if use_keyword or vector is None:
-        for row in keyword_hits(conn, query=query, scope=scope, types=types, include_superseded=include_superseded,
-                                now=now, limit=depth, mode="or", candidates=True):
-            kw_ranks[row["seq"]] = row["rank"]
     distances: dict[int, float] = {}
     if vector is not None:
         distances = dict(vector_hits(conn, vector, scope=scope, types=types,
                                      include_superseded=include_superseded, now=now, k=depth))
+    kw_ranks: dict[int, float] = {}
+    if keyword is not None:
+        kw_ranks = keyword()
+    elif use_keyword or vector is None:
+        kw_ranks = keyword_candidates(conn, query=query, scope=scope, types=types,
+                                      include_superseded=include_superseded, now=now, limit=limit)
     lists: dict[str, list[tuple[int, float]]] = {}
     if kw_ranks:
         lists["keyword"] = [(seq, -rank) for seq, rank in kw_ranks.items()]

@@ -12,7 +12,7 @@ from ...db.paging import Fields, check_fields, clamp_limit
 from ...pipeline.app import App
 from ...pipeline.policy import declared_loader
 from ...search.doctrine import with_doctrine
-from . import indexer, search, store
+from . import indexer, overlap, search, store
 from .models import (
     MEMORY_TYPES,
     RELATION_TYPES,
@@ -75,12 +75,10 @@ def register(app: App) -> None:
         if keyword_only:
             return db.read(lambda c: search.text_search(
                 c, query=text, scope=scope, types=types, include_superseded=bool(include), limit=size, now=now, fields=projection))
-        vector, reason = svc.query_vector(db, text)
         scorer = svc.reranker() if rerank else None
-        return db.read(lambda c: search.hybrid(
-            c, query=text, vector=vector, reason=reason, scope=scope, types=types,
-            include_superseded=bool(include), limit=size, now=now, fields=projection,
-            rerank=scorer, rerank_k=app.settings.rerank_top_k))
+        return overlap.recall(db, query=text, embed=lambda: svc.query_vector(db, text), scope=scope, types=types,
+                              include_superseded=bool(include), limit=size, now=now, fields=projection,
+                              rerank=scorer, rerank_k=app.settings.rerank_top_k)
 
     @app.tool("write", identity="createdBy", idempotent=True)
     def store_memory(
