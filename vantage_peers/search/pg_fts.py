@@ -508,33 +508,76 @@ def _sql_ranked(conn: Connection, *, fts: str, table: str, query: str, scored: l
     A word's frequency is `ts_rank_cd(weights, doc, 'word')`: for a one-word query every occurrence is
     a cover of its own, worth its label's weight, so the rank is FTS5's Σ of column weights over the
     word's occurrences (exact for weights exact in float4; ≈0.3 µs a row against ≈5 µs for unnesting
-    the row's tsvector)."""
-    n, total, dfs = statistics(conn, fts, [_phrase_tsquery(Phrase("", None, False), t.lex, t.label) for t in scored])
-    avgdl = total / n if n else 0.0
-    nested = WINDOW in where or sum(dfs) <= NESTED_ROWS
-    freqs = ", ".join(f"?::float8 * ts_rank_cd(?::float4[], m.doc, ?::tsquery) AS f{i}" for i in range(len(scored)))
-    score = " + ".join(f"CASE WHEN x.f{i} > 0 THEN ?::float8 * (x.f{i} * ?::float8) / (x.f{i} + x.norm) ELSE 0 END"
-                       for i in range(len(scored)))
-    sql = (
-        f"WITH vp_match AS MATERIALIZED ({_matching(fts, source, where, nested)}), "
-        f"vp_top AS (SELECT m.seq, m.id, -coalesce({score}, 0) AS vp_rank FROM vp_match m "
-        f"CROSS JOIN LATERAL (SELECT {freqs}, ?::float8 * (1 - ?::float8 + ?::float8 * m.len / ?::float8) AS norm) AS x "
-        "ORDER BY vp_rank, m.id LIMIT ?) "
-        f"SELECT {columns}, vp_top.vp_rank FROM vp_top JOIN {table} d ON d.seq = vp_top.seq "
-        "ORDER BY vp_top.vp_rank, vp_top.id"
-    )
-    args: list[Any] = [*source_args, query, *params]
-    for df in dfs:
-        args += [idf(int(n), int(df)), K1 + 1.0]
-    for term, (arr, scale) in zip(scored, weights, strict=True):
-        args += [scale, arr, _quote(term.lex[0][0])]
-    args += [K1, B, B, avgdl or None, int(limit)]
-    out = []
-    for row in budget.query(conn, sql, args):
-        row = dict(row)
-        row["rank"] = float(row.pop("vp_rank"))
-        out.append(row)
-    return out
+    the row's tsvector).
+
+    A query matching more than NESTED_ROWS rows (outside bounded.py's window) is first ranked over
+    the rows holding one of its rarest words (MaxScore): a word adds less than idf × (k1 + 1) to a
+    row, so when the `limit`-th score found exceeds what the other words can add together, no row
+    lacking the rare words can enter the top and the answer is exact; else every row is ranked."""
+    phrase_queries = [_phrase_tsquery(Phrase("", None, False), t.lex, t.label) for t in scored]
+    n, total, dfs = statistics(conn, fts, phrase_queries)
+    idfs = [idf(int(n), int(df)) for df in dfs]
+    rank = _Ranking(fts=fts, table=table, terms=[(t.lex[0][0], *w) for t, w in zip(scored, weights, strict=True)],
+                    idfs=idfs, avgdl=total / n if n else 0.0, limit=limit, where=where, params=params,
+                    source=source, source_args=source_args, columns=columns)
+    if WINDOW in where or sum(dfs) <= NESTED_ROWS:
+        return rank(conn, query, nested=True)
+    rare, rows = [], 0.0
+    for i in sorted(range(len(scored)), key=lambda i: dfs[i]):
+        if rows + dfs[i] > NESTED_ROWS:
+            break
+        rare.append(i)
+        rows += dfs[i]
+    rest = [i for i in range(len(scored)) if i not in rare]
+    if rare and rest:
+        found = rank(conn, f"({query}) & (" + " | ".join(str(phrase_queries[i]) for i in rare) + ")", nested=True)
+        bound = sum(idfs[i] * (K1 + 1.0) for i in rest)
+        if len(found) >= limit > 0 and -found[limit - 1]["rank"] > bound * (1 + 1e-9):
+            return found
+    return rank(conn, query, nested=False)
+
+
+@dataclass
+class _Ranking:
+    """One BM25 statement of `_sql_ranked`: its words (lexeme, ts_rank_cd weights, scale) and statistics."""
+
+    fts: str
+    table: str
+    terms: list[tuple[str, list[float], float]]
+    idfs: list[float]
+    avgdl: float
+    limit: int
+    where: Sequence[str]
+    params: Sequence[Any]
+    source: str
+    source_args: Sequence[Any]
+    columns: str
+
+    def __call__(self, conn: Connection, query: str, *, nested: bool) -> list[Row]:
+        count = range(len(self.terms))
+        freqs = ", ".join(f"?::float8 * ts_rank_cd(?::float4[], m.doc, ?::tsquery) AS f{i}" for i in count)
+        score = " + ".join(f"CASE WHEN x.f{i} > 0 THEN ?::float8 * (x.f{i} * ?::float8) / (x.f{i} + x.norm) ELSE 0 END"
+                           for i in count)
+        sql = (
+            f"WITH vp_match AS ({_matching(self.fts, self.source, self.where, nested)}), "
+            f"vp_top AS (SELECT m.seq, m.id, -coalesce({score}, 0) AS vp_rank FROM vp_match m CROSS JOIN LATERAL "
+            f"(SELECT {freqs}, ?::float8 * (1 - ?::float8 + ?::float8 * m.len / ?::float8) AS norm OFFSET 0) AS x "
+            "ORDER BY vp_rank, m.id LIMIT ?) "
+            f"SELECT {self.columns}, vp_top.vp_rank FROM vp_top JOIN {self.table} d ON d.seq = vp_top.seq "
+            "ORDER BY vp_top.vp_rank, vp_top.id"
+        )
+        args: list[Any] = [*self.source_args, query, *self.params]
+        for value in self.idfs:
+            args += [value, K1 + 1.0]
+        for lexeme, arr, scale in self.terms:
+            args += [scale, arr, _quote(lexeme)]
+        args += [K1, B, B, self.avgdl or None, int(self.limit)]
+        out = []
+        for row in budget.query(conn, sql, args):
+            row = dict(row)
+            row["rank"] = float(row.pop("vp_rank"))
+            out.append(row)
+        return out
 
 
 def floors(conn: Connection, *, fts: str, matches: Sequence[str], rows: int) -> list[int | None]:
