@@ -6,9 +6,10 @@ term for term, from data PostgreSQL keeps (db/pg/prelude.sql, filled by db/pgsch
   `porter unicode61 remove_diacritics 2`, column i's positions labelled A/B/C/D, `len` the row's
   token count; the table's comment names the columns in label order.
 - N and the average length come from that table (an index-only scan of its primary key), each
-  phrase's document frequency from its GIN index (`count(*) … WHERE doc @@ phrase`), and each
-  matching row's term positions from `unnest(doc)`; the score is FTS5's formula (k1 1.2, b 0.75,
-  idf floored at 1e-6, per-column weights, phrases as separate terms), negated like `bm25()`.
+  phrase's document frequency from its GIN index (`count(*) … WHERE doc @@ phrase`), and a word's
+  weighted frequency in a row from `ts_rank_cd` (`_sql_ranked`; phrases and prefixes: the row's
+  positions from `unnest(doc)`); the score is FTS5's formula (k1 1.2, b 0.75, idf floored at 1e-6,
+  per-column weights, phrases as separate terms), negated like `bm25()`.
 The MATCH expressions come from `fts.fts_query` (and a store's column filter, e.g. memories'
 `nsKey : "n…"*`): quoted phrases, AND/OR, parentheses, `column :` and a trailing `*`. They are
 parsed here and rebuilt as a tsquery from lexemes PostgreSQL computed, so user text never reaches
@@ -299,9 +300,10 @@ def keyword_rows(conn: Connection, *, fts: str, table: str, match: str, limit: i
                  columns: str) -> list[Row]:
     """`search.keyword.keyword_rows` on PostgreSQL (same arguments, same rows, same `rank`).
 
-    Three statements: the phrases' lexemes (cached per process); under the search budget, N, the
-    total length and every phrase's document frequency with the matching rows' positions of the
-    query's lexemes; and the `columns` of the best `limit` rows (by primary key)."""
+    One-word phrases (`_sql_ranked`): the phrases' lexemes (cached per process), the counts not
+    remembered, and one ranking statement returning the best `limit` rows (two for MaxScore). Else
+    (`_ranked_rows`): the statistics with the matching rows' positions of the query's lexemes, then
+    the `columns` of the best `limit` rows (by primary key)."""
     tree = parse(match)
     names = columns_of(conn, fts)
     labels = {name: LABELS[i] for i, name in enumerate(names)}
