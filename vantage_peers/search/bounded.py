@@ -25,21 +25,21 @@ from . import backend, pg_fts
 COMMON_ROWS = 2_000  # a word matching more rows than this is ranked over its newest rows only
 
 
-def _sqlite_newest(conn: Any, *, fts: str, match: str, limit: int) -> list[int]:
-    rows = conn.raw.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?",
-                            (match, limit)).fetchall()
-    return [int(r[0]) for r in rows]
+def _sqlite_floors(conn: Any, *, fts: str, matches: Sequence[str], rows: int) -> list[int | None]:
+    out: list[int | None] = []
+    for match in matches:
+        seqs = [int(r[0]) for r in conn.raw.execute(
+            f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?", (match, rows + 1)).fetchall()]
+        out.append(seqs[rows - 1] if len(seqs) > rows else None)
+    return out
 
 
-# Per backend: the probe, and the clause keeping rows at least as new as a seq (`?`) in the form each
-# can use (FTS5 seeks its doclists to a rowid bound; PostgreSQL scans the side table's key from it).
-_NEWEST: dict[str, Callable[..., list[int]]] = {"sqlite": _sqlite_newest, "postgres": pg_fts.newest}
-_WINDOW = {"sqlite": "{fts}.rowid >= ?", "postgres": "f.seq >= ?"}
-
-
-def newest(conn: Any, *, fts: str, match: str, limit: int) -> list[int]:
-    """The `seq`s of the newest `limit` rows matching `match` (an FTS5 MATCH expression), newest first."""
-    return _NEWEST[backend.of(conn).name](conn, fts=fts, match=match, limit=limit)
+# Per backend: the probe — per MATCH expression, the seq of its `rows`-th newest row when more than
+# `rows` match (FTS5: one doclist read backwards per word; PostgreSQL: every word in one statement,
+# search/pg_fts.py) — and the clause keeping rows at least as new as a seq (`?`) in the form each can
+# use (FTS5 seeks its doclists to a rowid bound; PostgreSQL scans the side table's key from it).
+_FLOORS: dict[str, Callable[..., list[int | None]]] = {"sqlite": _sqlite_floors, "postgres": pg_fts.floors}
+_WINDOW = {"sqlite": "{fts}.rowid >= ?", "postgres": pg_fts.WINDOW}
 
 
 def window_clause(conn: Any, fts: str) -> str:
@@ -49,15 +49,12 @@ def window_clause(conn: Any, fts: str) -> str:
 def split(conn: Any, *, fts: str, terms: Sequence[str], match_of: Callable[[Sequence[str]], str],
           ) -> tuple[list[str], int | None]:
     """(rare terms, lowest seq of the window) — the window is None when no term is common."""
-    rare: list[str] = []
-    floor: int | None = None
-    for term in terms:
-        seqs = newest(conn, fts=fts, match=match_of([term]), limit=COMMON_ROWS + 1)
-        if len(seqs) <= COMMON_ROWS:
-            rare.append(term)
-        else:  # the tightest window: the most common word keeps COMMON_ROWS rows in it
-            floor = seqs[COMMON_ROWS - 1] if floor is None else max(floor, seqs[COMMON_ROWS - 1])
-    return rare, floor
+    found = _FLOORS[backend.of(conn).name](conn, fts=fts, matches=[match_of([term]) for term in terms],
+                                           rows=COMMON_ROWS)
+    rare = [term for term, floor in zip(terms, found, strict=True) if floor is None]
+    common = [floor for floor in found if floor is not None]
+    # The tightest window: the most common word keeps COMMON_ROWS rows in it.
+    return rare, max(common) if common else None
 
 
 def merge(whole: Sequence[dict[str, Any]], rare: Sequence[dict[str, Any]], limit: int) -> list[dict[str, Any]]:

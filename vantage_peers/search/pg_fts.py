@@ -6,9 +6,10 @@ term for term, from data PostgreSQL keeps (db/pg/prelude.sql, filled by db/pgsch
   `porter unicode61 remove_diacritics 2`, column i's positions labelled A/B/C/D, `len` the row's
   token count; the table's comment names the columns in label order.
 - N and the average length come from that table (an index-only scan of its primary key), each
-  phrase's document frequency from its GIN index (`count(*) … WHERE doc @@ phrase`), and each
-  matching row's term positions from `unnest(doc)`; the score is FTS5's formula (k1 1.2, b 0.75,
-  idf floored at 1e-6, per-column weights, phrases as separate terms), negated like `bm25()`.
+  phrase's document frequency from its GIN index (`count(*) … WHERE doc @@ phrase`), and a word's
+  weighted frequency in a row from `ts_rank_cd` (`_sql_ranked`; phrases and prefixes: the row's
+  positions from `unnest(doc)`); the score is FTS5's formula (k1 1.2, b 0.75, idf floored at 1e-6,
+  per-column weights, phrases as separate terms), negated like `bm25()`.
 The MATCH expressions come from `fts.fts_query` (and a store's column filter, e.g. memories'
 `nsKey : "n…"*`): quoted phrases, AND/OR, parentheses, `column :` and a trailing `*`. They are
 parsed here and rebuilt as a tsquery from lexemes PostgreSQL computed, so user text never reaches
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 import threading
 import time
 import weakref
@@ -298,9 +300,10 @@ def keyword_rows(conn: Connection, *, fts: str, table: str, match: str, limit: i
                  columns: str) -> list[Row]:
     """`search.keyword.keyword_rows` on PostgreSQL (same arguments, same rows, same `rank`).
 
-    Three statements: the phrases' lexemes (cached per process); under the search budget, N, the
-    total length and every phrase's document frequency with the matching rows' positions of the
-    query's lexemes; and the `columns` of the best `limit` rows (by primary key)."""
+    One-word phrases (`_sql_ranked`): the phrases' lexemes (cached per process), the counts not
+    remembered, and one ranking statement returning the best `limit` rows (two for MaxScore). Else
+    (`_ranked_rows`): the statistics with the matching rows' positions of the query's lexemes, then
+    the `columns` of the best `limit` rows (by primary key)."""
     tree = parse(match)
     names = columns_of(conn, fts)
     labels = {name: LABELS[i] for i, name in enumerate(names)}
@@ -321,9 +324,11 @@ def _ranked_rows(conn: Connection, *, fts: str, table: str, query: str, terms: l
                  where: Sequence[str], params: Sequence[Any], source: str, source_args: Sequence[Any],
                  columns: str) -> list[Row]:
     scored = [t for t in terms if t.weighted]
-    if scored and all(len(t.lex) == 1 and not t.prefix for t in scored):
+    weights = [_rank_cd_weights(t) for t in scored]
+    if scored and all(len(t.lex) == 1 and not t.prefix for t in scored) and None not in weights:
         return _sql_ranked(conn, fts=fts, table=table, query=query, scored=scored, limit=limit, where=where,
-                           params=params, source=source, source_args=source_args, columns=columns)
+                           params=params, source=source, source_args=source_args, columns=columns,
+                           weights=weights)  # type: ignore[arg-type]
     counts = "".join(f", (SELECT count(*) FROM {fts} WHERE doc @@ ?::tsquery) AS h{i}" for i in range(len(scored)))
     matching = " AND ".join(f"({c})" for c in ["f.doc @@ ?::tsquery", *where])
     # One statement: the statistics (a one-row CTE) joined to the matching rows' positions of the
@@ -397,94 +402,206 @@ def _ranked_rows(conn: Connection, *, fts: str, table: str, query: str, terms: l
 # (an index-only scan of every row: ≈16 ms at 100k) and a common word's document frequency (a scan of
 # its rows: ≈50 ms for a word in most of 100k rows). Within seconds they move by a few rows in
 # thousands; a table under LARGE_ROWS rows, or a word in fewer rows than that, is counted every time.
+# Within one read transaction (one snapshot) every count is also remembered for the rest of it: a
+# bounded recall ranks its words twice (search/bounded.py) and counts each word once.
 STATS_TTL_S = 10.0
 LARGE_ROWS = 10_000
 _stats: weakref.WeakKeyDictionary[Any, dict[Any, tuple[float, Any]]] = weakref.WeakKeyDictionary()
 _stats_lock = threading.Lock()
+_in_read: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
 
 
-def _remembered(conn: Connection, key: Any, count: Any, keep: Any) -> Any:
+def _read_memo(conn: Connection) -> dict[Any, Any] | None:
+    """This read transaction's counts (a connection object lives for one transaction), None outside one:
+    a write transaction's own rows would change them between two statements."""
+    if getattr(conn, "in_tx", None) != "read":
+        return None
+    try:
+        return _in_read.setdefault(conn, {})
+    except TypeError:  # not weak-referenceable: nothing remembered
+        return None
+
+
+def _fresh(conn: Connection, key: Any) -> Any:
     owner = getattr(conn, "db", None)
-    now = time.monotonic()
     with _stats_lock:
         seen = _stats.get(owner, {}).get(key) if owner is not None else None
-    if seen is not None and now - seen[0] < STATS_TTL_S:
-        return seen[1]
-    value = count()
-    if owner is not None and keep(value):
+    return seen[1] if seen is not None and time.monotonic() - seen[0] < STATS_TTL_S else None
+
+
+def _keep(conn: Connection, key: Any, value: Any) -> None:
+    owner = getattr(conn, "db", None)
+    if owner is not None:
         with _stats_lock:
-            _stats.setdefault(owner, {})[key] = (now, value)
-    return value
+            _stats.setdefault(owner, {})[key] = (time.monotonic(), value)
 
 
 def statistics(conn: Connection, fts: str, phrase_queries: Sequence[str | None]) -> tuple[float, float, list[float]]:
-    """(N, total length, each phrase's document frequency) of side table `fts` for BM25."""
-    def table() -> tuple[float, float]:
-        row = budget.query(conn, f"SELECT count(*) AS n, coalesce(sum(len), 0) AS total FROM {fts}")
-        return (float(row[0]["n"]), float(row[0]["total"])) if row else (0.0, 0.0)
+    """(N, total length, each phrase's document frequency) of side table `fts` for BM25; the counts
+    not remembered are made in one statement."""
+    memo = _read_memo(conn)
+    memo = {} if memo is None else memo
+    known: dict[Any, Any] = {}
+    for key in [(fts, None), *((fts, q) for q in phrase_queries)]:
+        value = memo.get(key)
+        known[key] = _fresh(conn, key) if value is None else value
+    missing = list(dict.fromkeys(key for key, value in known.items() if value is None))
+    if missing:
+        parts, args = [], []
+        for i, (_, q) in enumerate(missing):
+            if q is None:
+                parts.append(f"(SELECT count(*) FROM {fts}) AS n{i}, (SELECT coalesce(sum(len), 0) FROM {fts}) AS t{i}")
+            else:
+                parts.append(f"(SELECT count(*) FROM {fts} WHERE doc @@ ?::tsquery) AS n{i}")
+                args.append(q)
+        rows = budget.query(conn, "SELECT " + ", ".join(parts), args)
+        for i, key in enumerate(missing):
+            row = rows[0] if rows else {}
+            known[key] = (float(row.get(f"n{i}") or 0), float(row.get(f"t{i}") or 0)) if key[1] is None \
+                else float(row.get(f"n{i}") or 0)
+            if not rows:
+                continue  # cut by the budget: nothing is remembered
+            memo[key] = known[key]
+    n, total = known[(fts, None)]
+    for key in missing:
+        if rows and n >= LARGE_ROWS and (key[1] is None or known[key] >= LARGE_ROWS / 5):
+            _keep(conn, key, known[key])
+    return n, total, [known[(fts, q)] for q in phrase_queries]
 
-    n, total = _remembered(conn, (fts, None), table, lambda v: v[0] >= LARGE_ROWS)
-    dfs = []
-    for q in phrase_queries:
-        def df(q: str | None = q) -> float:
-            row = budget.query(conn, f"SELECT count(*) AS h FROM {fts} WHERE doc @@ ?::tsquery", [q])
-            return float(row[0]["h"]) if row else 0.0
 
-        dfs.append(_remembered(conn, (fts, q), df, lambda v: n >= LARGE_ROWS and v >= LARGE_ROWS / 5))
-    return n, total, dfs
+# bounded.py's window on PostgreSQL: rows at least as new as a seq. A statement holding it reads a few
+# thousand rows of the side table's key, each joined to its document by its key (never a hash join
+# over the whole document table, which the planner prefers from ≈2,000 rows on), as is a statement
+# whose words match at most NESTED_ROWS rows.
+WINDOW = "f.seq >= ?"
+NESTED_ROWS = 20_000
+
+
+def _matching(fts: str, source: str, where: Sequence[str], nested: bool) -> str:
+    """The rows matching the tsquery (the parameter after the source's): seq, id, len and doc. Nested:
+    each side-table row fetches its document by key (OFFSET 0 keeps the planner from hashing the
+    whole document table instead); the filters stay outside, where the window reaches the key scan."""
+    matching = " AND ".join(f"({c})" for c in ["f.doc @@ ?::tsquery", *where])
+    joined = (f"CROSS JOIN LATERAL (SELECT * FROM {source} d WHERE d.seq = f.seq OFFSET 0) d" if nested
+              else f"JOIN {source} d ON d.seq = f.seq")
+    return f"SELECT f.seq, d.id, f.len, f.doc FROM {fts} f {joined} WHERE {matching}"
+
+
+def _rank_cd_weights(term: _Term) -> tuple[list[float], float] | None:
+    """The `ts_rank_cd` weights ({D, C, B, A}, at most 1) and the scale that make it the term's FTS5
+    frequency, or None when a scaled weight is not exact in float4 (the score would drift)."""
+    if term.label is not None:
+        raw = {label: term.weights.get(label, 1.0) if label == term.label else 0.0 for label in LABELS}
+    else:
+        raw = {label: term.weights.get(label, 0.0) for label in LABELS}
+    scale = max(1.0, *raw.values())
+    out = [raw[label] / scale for label in reversed(LABELS)]
+    if min(out) < 0 or any(struct.unpack("f", struct.pack("f", w))[0] != w for w in out):
+        return None
+    return out, scale
 
 
 def _sql_ranked(conn: Connection, *, fts: str, table: str, query: str, scored: list[_Term], limit: int,
                 where: Sequence[str], params: Sequence[Any], source: str, source_args: Sequence[Any],
-                columns: str) -> list[Row]:
+                columns: str, weights: list[tuple[list[float], float]]) -> list[Row]:
     """Every phrase one word (most questions): the same BM25 computed by the server, which returns only
-    the best `limit` rows, in one statement. Phrases and prefixes need positions: `_ranked_rows`."""
-    weights = scored[0].weights
-    used = sorted(weights)  # the labels the table's columns have
-    # A word's weighted frequency: Σ over labels of the column weight × its positions with that label.
-    every = " + ".join(f"{float(weights[label])!r} * cardinality(array_positions(u.weights, '{label}'))"
-                       for label in used)
-    weight_of = " ".join(f"WHEN '{label}' THEN {float(weights[label])!r}" for label in used)
-    freq_sql = (f"CASE WHEN t.label IS NULL THEN {every} ELSE (CASE t.label {weight_of} ELSE 1.0 END) "
-                "* cardinality(array_positions(u.weights, t.label)) END")
-    matching = " AND ".join(f"({c})" for c in ["f.doc @@ ?::tsquery", *where])
-    n, total, dfs = statistics(conn, fts, [_phrase_tsquery(Phrase("", None, False), t.lex, t.label) for t in scored])
-    sql = (
-        "WITH vp_stats AS MATERIALIZED (SELECT ?::float8 AS n, ?::float8 AS total, ?::float8[] AS dfs), "
-        "vp_terms AS MATERIALIZED (SELECT t.lexeme, t.label, CASE WHEN l.x > 0 THEN l.x ELSE 1e-6 END AS idf "
-        "FROM unnest(?::text[], ?::text[]) WITH ORDINALITY AS t(lexeme, label, i) CROSS JOIN vp_stats s "
-        "CROSS JOIN LATERAL (SELECT ln((s.n - s.dfs[t.i] + 0.5) / (s.dfs[t.i] + 0.5)) AS x) AS l), "
-        f"vp_match AS (SELECT d.seq, d.id, f.len, f.doc FROM {fts} f JOIN {source} d ON d.seq = f.seq "
-        f"WHERE {matching}), "
-        "vp_scored AS (SELECT m.seq, coalesce(sum(x.idf * (x.freq * (?::float8 + 1.0)) / (x.freq + ?::float8 * "
-        "(1 - ?::float8 + ?::float8 * m.len / nullif(s.total / nullif(s.n, 0), 0)))), 0) AS score "
-        "FROM vp_match m CROSS JOIN vp_stats s LEFT JOIN LATERAL (SELECT t.idf, "
-        f"({freq_sql})::float8 AS freq "
-        f"FROM unnest({_ONLY}) AS u JOIN vp_terms t ON t.lexeme = u.lexeme) AS x ON x.freq > 0 GROUP BY m.seq) "
-        f"SELECT {columns}, -sc.score AS vp_rank FROM vp_scored sc JOIN {table} d ON d.seq = sc.seq "
-        "ORDER BY vp_rank, d.id LIMIT ?"
-    )
-    args = [n, total, dfs, [t.lex[0][0] for t in scored], [t.label for t in scored],
-            *source_args, query, *params, K1, K1, B, B, sorted({t.lex[0][0] for t in scored}), int(limit)]
-    out = []
-    for row in budget.query(conn, sql, args):
-        row = dict(row)
-        row["rank"] = float(row.pop("vp_rank"))
-        out.append(row)
-    return out
+    the best `limit` rows, in one statement. Phrases and prefixes need positions: `_ranked_rows`.
+
+    A word's frequency is `ts_rank_cd(weights, doc, 'word')`: for a one-word query every occurrence is
+    a cover of its own, worth its label's weight, so the rank is FTS5's Σ of column weights over the
+    word's occurrences (exact for weights exact in float4; ≈0.3 µs a row against ≈5 µs for unnesting
+    the row's tsvector).
+
+    A query matching more than NESTED_ROWS rows (outside bounded.py's window) is first ranked over
+    the rows holding one of its rarest words (MaxScore): a word adds less than idf × (k1 + 1) to a
+    row, so when the `limit`-th score found exceeds what the other words can add together, no row
+    lacking the rare words can enter the top and the answer is exact; else every row is ranked."""
+    phrase_queries = [_phrase_tsquery(Phrase("", None, False), t.lex, t.label) for t in scored]
+    n, total, dfs = statistics(conn, fts, phrase_queries)
+    idfs = [idf(int(n), int(df)) for df in dfs]
+    rank = _Ranking(fts=fts, table=table, terms=[(t.lex[0][0], *w) for t, w in zip(scored, weights, strict=True)],
+                    idfs=idfs, avgdl=total / n if n else 0.0, limit=limit, where=where, params=params,
+                    source=source, source_args=source_args, columns=columns)
+    if WINDOW in where or sum(dfs) <= NESTED_ROWS:
+        return rank(conn, query, nested=True)
+    rare, rows = [], 0.0
+    for i in sorted(range(len(scored)), key=lambda i: dfs[i]):
+        if rows + dfs[i] > NESTED_ROWS:
+            break
+        rare.append(i)
+        rows += dfs[i]
+    rest = [i for i in range(len(scored)) if i not in rare]
+    if rare and rest:
+        found = rank(conn, f"({query}) & (" + " | ".join(str(phrase_queries[i]) for i in rare) + ")", nested=True)
+        bound = sum(idfs[i] * (K1 + 1.0) for i in rest)
+        if len(found) >= limit > 0 and -found[limit - 1]["rank"] > bound * (1 + 1e-9):
+            return found
+    return rank(conn, query, nested=False)
 
 
-def newest(conn: Connection, *, fts: str, match: str, limit: int) -> list[int]:
-    """The `seq`s of the newest `limit` rows of side table `fts` matching `match`, newest first
-    (search/bounded.py's probe: for a common word, a backward scan of the primary key stops early)."""
-    tree = parse(match)
+@dataclass
+class _Ranking:
+    """One BM25 statement of `_sql_ranked`: its words (lexeme, ts_rank_cd weights, scale) and statistics."""
+
+    fts: str
+    table: str
+    terms: list[tuple[str, list[float], float]]
+    idfs: list[float]
+    avgdl: float
+    limit: int
+    where: Sequence[str]
+    params: Sequence[Any]
+    source: str
+    source_args: Sequence[Any]
+    columns: str
+
+    def __call__(self, conn: Connection, query: str, *, nested: bool) -> list[Row]:
+        count = range(len(self.terms))
+        freqs = ", ".join(f"?::float8 * ts_rank_cd(?::float4[], m.doc, ?::tsquery) AS f{i}" for i in count)
+        score = " + ".join(f"CASE WHEN x.f{i} > 0 THEN ?::float8 * (x.f{i} * ?::float8) / (x.f{i} + x.norm) ELSE 0 END"
+                           for i in count)
+        sql = (
+            f"WITH vp_match AS ({_matching(self.fts, self.source, self.where, nested)}), "
+            f"vp_top AS (SELECT m.seq, m.id, -coalesce({score}, 0) AS vp_rank FROM vp_match m CROSS JOIN LATERAL "
+            f"(SELECT {freqs}, ?::float8 * (1 - ?::float8 + ?::float8 * m.len / ?::float8) AS norm OFFSET 0) AS x "
+            "ORDER BY vp_rank, m.id LIMIT ?) "
+            f"SELECT {self.columns}, vp_top.vp_rank FROM vp_top JOIN {self.table} d ON d.seq = vp_top.seq "
+            "ORDER BY vp_top.vp_rank, vp_top.id"
+        )
+        args: list[Any] = [*self.source_args, query, *self.params]
+        for value in self.idfs:
+            args += [value, K1 + 1.0]
+        for lexeme, arr, scale in self.terms:
+            args += [scale, arr, _quote(lexeme)]
+        args += [K1, B, B, self.avgdl or None, int(self.limit)]
+        out = []
+        for row in budget.query(conn, sql, args):
+            row = dict(row)
+            row["rank"] = float(row.pop("vp_rank"))
+            out.append(row)
+        return out
+
+
+def floors(conn: Connection, *, fts: str, matches: Sequence[str], rows: int) -> list[int | None]:
+    """Per MATCH expression, the `seq` of its `rows`-th newest matching row when more than `rows` match,
+    else None — in one statement (search/bounded.py's probe). Each word's probe is its own subquery
+    with its tsquery as a parameter, so each gets its plan: a backward scan of the key for a common
+    word (it stops after rows + 1 matches), the GIN index for a rare one."""
     labels = {name: LABELS[i] for i, name in enumerate(columns_of(conn, fts))}
-    query = tsquery(tree, lexemes(conn, [p.text for p in phrases(tree)]), labels)
-    if query is None:
-        return []
-    rows = budget.query(conn, f"SELECT seq FROM {fts} WHERE doc @@ ?::tsquery ORDER BY seq DESC LIMIT ?",
-                        [query, int(limit)])
-    return [int(r["seq"]) for r in rows]
+    trees = [parse(m) for m in matches]
+    lex = lexemes(conn, [p.text for tree in trees for p in phrases(tree)])
+    queries = [tsquery(tree, lex, labels) for tree in trees]
+    probed = [i for i, q in enumerate(queries) if q is not None]
+    out: list[int | None] = [None] * len(matches)
+    if not probed:
+        return out
+    sql = " UNION ALL ".join(
+        f"SELECT {i} AS vp_i, ARRAY(SELECT seq FROM {fts} WHERE doc @@ ?::tsquery ORDER BY seq DESC "
+        "OFFSET ? LIMIT 2) AS vp_seqs" for i in probed)
+    for row in budget.query(conn, sql, [x for i in probed for x in (queries[i], max(0, int(rows) - 1))]):
+        seqs = row["vp_seqs"] or []
+        out[int(row["vp_i"])] = int(seqs[0]) if len(seqs) == 2 else None
+    return out
 
 
 # ---- trigram (components): substring matches, BM25 over trigram counts

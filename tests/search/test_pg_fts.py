@@ -1,0 +1,112 @@
+"""PostgreSQL keyword ranking at scale (issue 34, search/pg_fts.py): a word's frequency from
+`ts_rank_cd`, the MaxScore first pass over the rarest words, counts remembered within one read only."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from vantage_peers.db import open_database
+from vantage_peers.search import fts, pg_fts
+from vantage_peers.search.keyword import keyword_rows
+
+pytestmark = pytest.mark.backends
+
+
+@pytest.fixture(autouse=True)
+def _postgres_only(backend):
+    if backend == "sqlite":
+        pytest.skip("PostgreSQL's ranking (compared with FTS5 where it matters): runs in the [postgres] half")
+
+
+def _messages(db, texts, start=0):
+    now = int(time.time() * 1000)
+    db.write(lambda c: c.executemany(
+        "INSERT INTO messages (id, sender, channel, content, createdAt) VALUES (?, 'a', 'general', ?, ?)",
+        [(f"m{start + i:04d}", text, now) for i, text in enumerate(texts)]))
+
+
+def _ranked(db, query, limit=5):
+    match = fts.fts_query(query, "or")
+    return [(r["id"], r["rank"]) for r in db.read(lambda c: keyword_rows(
+        c, fts="messages_fts", table="messages", match=match, limit=limit, columns="d.id"))]
+
+
+@pytest.mark.parametrize("doc", ["a:1A,2B,3A,5C b:4A", "a:1B,2A,3A,4A,9B b:5A", "a:1A,2A b:3A a:7A", "a:3D,4C"])
+@pytest.mark.parametrize("weights", [(1.0, 0.0), (4.0, 1.0), (2.0, 1.0, 1.0, 0.5)])
+def test_ts_rank_cd_of_one_word_is_fts5s_weighted_frequency(db, doc, weights):
+    """Σ over the word's occurrences of its column's weight, whatever the labels mix."""
+    labels = {pg_fts.LABELS[i]: w for i, w in enumerate(weights)}
+    for label in (None, "A", "B"):
+        term = pg_fts._Term(pg_fts.Phrase("a", None, False), (("a", 0),), label, labels)
+        arr, scale = pg_fts._rank_cd_weights(term)  # type: ignore[misc]
+        got = db.read(lambda c, arr=arr: c.scalar("SELECT ts_rank_cd(?::float4[], ?::tsvector, 'a'::tsquery)",
+                                                  [arr, doc]))
+        want = 0.0
+        for part in doc.split():
+            word, _, occ = part.partition(":")
+            if word != "a":
+                continue
+            for o in occ.split(","):
+                lab = o[-1]
+                if label is None or lab == label:
+                    want += labels.get(lab, 0.0 if label is None else 1.0)
+        assert scale * got == pytest.approx(want, abs=1e-12), (doc, weights, label)
+
+
+def test_a_weight_not_exact_in_float4_takes_the_exact_path():
+    term = pg_fts._Term(pg_fts.Phrase("a", None, False), (("a", 0),), None, {"A": 0.3, "B": 1.0})
+    assert pg_fts._rank_cd_weights(term) is None
+
+
+def test_the_rare_words_first_pass_answers_what_ranking_every_row_does(settings, tmp_path, monkeypatch):
+    """A query matching more than NESTED_ROWS rows: the first pass over its rarest word answers, with
+    the very rows and scores of the full ranking — and of FTS5."""
+    texts = [f"common filler {i} " + "common " * (i % 3) for i in range(60)]
+    texts += [f"zephyr common {i} " + "zephyr " * (i % 4) for i in range(12)]
+    pg = open_database(settings)
+    lite = open_database(settings.model_copy(update={"database_url": None, "db_path": tmp_path / "ref.db"}))
+    calls: list[str] = []
+    real = pg_fts._Ranking.__call__
+
+    def spy(self, conn, query, *, nested):
+        calls.append(query)
+        return real(self, conn, query, nested=nested)
+
+    try:
+        _messages(pg, texts)
+        _messages(lite, texts)
+        full = _ranked(pg, "zephyr common")
+        monkeypatch.setattr(pg_fts, "NESTED_ROWS", 20)
+        monkeypatch.setattr(pg_fts._Ranking, "__call__", spy)
+        pruned = _ranked(pg, "zephyr common")
+        assert len(calls) == 1 and "zephyr" in calls[0] and "&" in calls[0]  # the first pass sufficed
+        assert [i for i, _ in pruned] == [i for i, _ in full] == [i for i, _ in _ranked(lite, "zephyr common")]
+        assert [r for _, r in pruned] == pytest.approx([r for _, r in full], rel=1e-12)
+        calls.clear()
+        _ranked(pg, "zephyr common", limit=50)  # more rows asked than the rare word has: every row ranked
+        assert len(calls) == 2
+    finally:
+        pg.close()
+        lite.close()
+
+
+def test_counts_are_remembered_within_one_read_and_a_later_read_sees_a_write(settings):
+    """A write from another connection between two reads changes the document frequency read."""
+    reader, writer = open_database(settings), open_database(settings)
+    query = "('zephyr')"
+    try:
+        _messages(writer, ["zephyr one", "plain two"])
+
+        def twice(c):
+            first = pg_fts.statistics(c, "messages_fts", [query])
+            _messages(writer, ["zephyr three"], start=10)  # committed while this read goes on
+            return first, pg_fts.statistics(c, "messages_fts", [query])
+
+        first, again = reader.read(twice)
+        assert first == again == (2.0, 4.0, [1.0])  # one snapshot: the same counts (remembered or not)
+        assert reader.read(lambda c: pg_fts.statistics(c, "messages_fts", [query]))[2] == [2.0]
+    finally:
+        reader.close()
+        writer.close()
