@@ -157,7 +157,8 @@ def write(conn: Any, name: str, rows: Sequence[tuple[int, str | None, Any]]) -> 
 
 
 class _Cache:
-    """One file's sign codes: `seqs[i]`, `parts[i]` (index into `names`), `codes[i]` (uint8 bytes)."""
+    """One database's sign codes: `seqs[i]`, `parts[i]` (index into `names`), `codes[i]` (uint8 bytes),
+    and `q8[i]` (int8 copies) while they fit Q8_MAX_BYTES."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -324,9 +325,11 @@ def _cache_for(conn: Any) -> _Cache:
         return _caches[key]
 
 
-def candidates(conn: Any, name: str, vector: Any, *, k: int, scope: Any, factor: int = 1) -> list[int] | None:
-    """Seqs of the `factor × rescored(k, dims)` best sign-code candidates in `scope`, nearest first, or
-    None when the scope is small (or the bits table is missing): the caller then runs the exact KNN."""
+def candidates(conn: Any, name: str, vector: Any, *, k: int, scope: Any, factor: int = 1) -> Pool | None:
+    """The best candidates in `scope`, nearest first: `factor ×` the int8 pass's pool ranked by the int8
+    cosine, or without it `factor × rescored(k, dims)` by Hamming distance; `Pool.rescore` says how many
+    get the exact distance. None when the scope is small (or the bits table is missing): the caller
+    then runs the exact KNN."""
     if not exists(conn, name):
         return None
     with _caches_lock:

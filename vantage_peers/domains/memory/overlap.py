@@ -41,10 +41,10 @@ def recall(db: Any, *, query: str, embed: Embed, scope: Scope | None, types: Seq
     """`search.hybrid` with its keyword candidates read on a worker thread while `embed()` (the query
     vector and why there is none) and the KNN run here. `fusion`: hybrid's other arguments."""
     args = dict(query=query, scope=scope, types=types, include_superseded=include_superseded, now=now, limit=limit)
-    scope = current_scope()
+    call = current_scope()  # the worker adopts it (not the search `scope` above)
 
     def stage() -> dict[int, float]:
-        with adopted(scope):
+        with adopted(call):
             return db.read(lambda c: search.keyword_candidates(c, **args))
 
     keyword = _pool().submit(stage)
