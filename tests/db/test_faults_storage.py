@@ -153,6 +153,27 @@ def test_read_only_database_and_wal_answer_storage_read_only(tmp_path, immutable
         srv.close()
 
 
+def test_a_connection_opened_while_read_only_is_replaced_once_writable(tmp_path, immutable):
+    """A worker thread that first connects while the file is immutable gets SQLite's read-only
+    fallback; it must not keep it once the file is writable again (the flake of stop 39)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from vantage_peers.db.connection import Database
+
+    db = Database(tmp_path / "vp.db")
+    db.conn.execute("CREATE TABLE t(a)")
+    immutable(db.path, f"{db.path}-wal")
+    with ThreadPoolExecutor(1) as worker:  # one thread: its connection is opened now, read-only
+        assert worker.submit(lambda: db.conn.opened_read_only).result()
+        with pytest.raises(apsw.ReadOnlyError):
+            worker.submit(lambda: db.conn.execute("INSERT INTO t VALUES (1)")).result()
+        chattr("-i", db.path, f"{db.path}-wal")
+        assert worker.submit(lambda: db.conn.execute("INSERT INTO t VALUES (2)")).result() == 1
+        assert worker.submit(lambda: db.conn.opened_read_only).result() is False
+    assert db.conn.scalar("SELECT group_concat(a) FROM t") == "2"
+    db.close()
+
+
 @pytest.mark.slow
 def test_vanished_wal_index_is_refused(tmp_path):
     db = tmp_path / "vp.db"

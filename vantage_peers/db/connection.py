@@ -107,6 +107,10 @@ class Connection(RawStatements):
             self.close()
             raise
         self.in_tx: str | None = None  # "read" or "write" while a transaction is open
+        # SQLite falls back to a read-only open when the file cannot be written (chattr +i, chmod):
+        # such a connection stays read-only after the file is writable again, so Database.conn
+        # replaces it then (tests/db/test_faults_storage.py).
+        self.opened_read_only = bool(self.raw.readonly("main"))
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
         cur = self.raw.cursor()
@@ -209,9 +213,12 @@ class Database:
         holder = getattr(self._local, "holder", None)
         guard = self.guard
         if holder is not None and not holder.conn.closed:
-            if guard is None or holder.conn.generation == guard.generation or holder.conn.in_tx:
+            current = guard is None or holder.conn.generation == guard.generation
+            if holder.conn.in_tx or (current and not self._writable_again(holder.conn)):
                 return holder.conn
-            holder.conn.close()  # the file was replaced by a valid one and reopened: this thread follows
+            # The file was replaced by a valid one and reopened, or is writable again after this
+            # connection was opened read-only: this thread follows with a fresh connection.
+            holder.conn.close()
         self._sweep()
         if guard is not None:
             self._fresh_conn_check(guard)  # never open (and so read the old WAL into) a file that replaced ours
@@ -226,6 +233,9 @@ class Database:
         with self._lock:
             self._open.append((weakref.ref(threading.current_thread()), conn))
         return conn
+
+    def _writable_again(self, conn: Connection) -> bool:
+        return conn.opened_read_only and os.access(self.path, os.W_OK)
 
     def _sweep(self) -> None:
         """Close connections whose thread has ended (the finalizer usually did already)."""
