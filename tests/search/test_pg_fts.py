@@ -110,3 +110,31 @@ def test_counts_are_remembered_within_one_read_and_a_later_read_sees_a_write(set
     finally:
         reader.close()
         writer.close()
+
+
+@pytest.mark.parametrize("factor", [0.0, 1e9], ids=["backward-scan", "gin-and-sort"])
+def test_floors_by_either_plan_are_the_rows_th_newest_and_a_rare_word_is_not_probed(db, monkeypatch, factor):
+    """bounded.py's probe: the seq of a word's `rows`-th newest row, by a backward key scan or by the GIN
+    index and a sort (BITMAP_FACTOR picks); a word whose count is at most `rows` is never probed."""
+    texts = [("common " if i % 3 else "common seldom ") + f"filler{i}" for i in range(40)]
+    _messages(db, texts)
+    monkeypatch.setattr(pg_fts, "BITMAP_FACTOR", factor)
+    probes = []
+    real = pg_fts.budget.query
+
+    def query(conn, sql, args=()):
+        probes.extend([sql] if "ARRAY(" in sql else [])
+        return real(conn, sql, args)
+
+    monkeypatch.setattr(pg_fts.budget, "query", query)
+    matches = [fts.fts_query(word, "or") for word in ("common", "seldom", "filler7", "absentword")]
+    got = db.read(lambda c: pg_fts.floors(c, fts="messages_fts", matches=matches, rows=10))
+    seqs = db.read(lambda c: [int(r["seq"]) for r in c.query(
+        "SELECT f.seq FROM messages_fts f JOIN messages d ON d.seq = f.seq ORDER BY f.seq DESC")])
+    common = sorted(seqs, reverse=True)
+    seldom = [s for s, text in zip(sorted(seqs), texts, strict=True) if "seldom" in text]
+    assert got[0] == common[9]  # 40 rows hold "common": its 10th newest
+    assert got[1] == sorted(seldom, reverse=True)[9]  # 14 rows hold "seldom"
+    assert got[2] is None and got[3] is None  # one row and none: rare
+    assert len(probes) == 1 and probes[0].count("ARRAY(") == 2  # only the two common words were probed
+    assert ("OFFSET 0) AS vp_m" in probes[0]) is (factor > 0)

@@ -180,6 +180,7 @@ class _Cache:
         self.mask_key: tuple[Any, ...] | None = None
         self._xor: Any = None
         self._dist: Any = None
+        self._acc: Any = None  # hamming's running sum, kept like the buffers above
         self.mask: Any = None
 
     def refresh(self, conn: Any, name: str) -> None:
@@ -284,7 +285,17 @@ class _Cache:
             self._dist = np.empty(len(words), dtype=np.int32)
         np.bitwise_xor(words, key, out=self._xor)
         np.bitwise_count(self._xor, out=self._xor)
-        np.sum(self._xor, axis=1, dtype=np.int32, out=self._dist)
+        if self._xor.ndim == 2 and 1 < self._xor.shape[1] <= 16:
+            # Column by column: numpy's row-wise sum over a few columns is a slow reduction (1.6 ms
+            # at 100k × 6 words against 1.0 ms for five vector adds).
+            if self._acc is None or len(self._acc) != len(words):
+                self._acc = np.empty(len(words), dtype=words.dtype)
+            np.add(self._xor[:, 0], self._xor[:, 1], out=self._acc)
+            for j in range(2, self._xor.shape[1]):
+                np.add(self._acc, self._xor[:, j], out=self._acc)
+            self._dist[...] = self._acc
+        else:
+            np.sum(self._xor, axis=1, dtype=np.int32, out=self._dist)
         return self._dist
 
     def scope_mask(self, scope: Any) -> Any:
