@@ -199,3 +199,11 @@ def test_a_catalogue_name_selects_its_entry_and_doctor_sees_its_files_missing(tm
         assert all(h is None or len(h) == 64 for h in e.files.values())
     bge = catalogue.CATALOGUE["bge-small-en-v1.5"]  # fully pinned: a commit and every file's SHA-256
     assert len(bge.revision) == 40 and all(bge.files.values())
+
+
+def test_pinning_a_revision_keeps_the_model_id_recorded_with_the_vectors():
+    from dataclasses import replace
+
+    bge = catalogue.CATALOGUE["bge-small-en-v1.5"]  # was fetched at `main` before it was pinned
+    before = local.LocalEmbedder(entry=replace(bge, revision="main", files=dict.fromkeys(bge.files)))
+    assert local.LocalEmbedder(entry=bge).model == before.model and before.model.startswith("bge-small-en-v1.5+")

@@ -19,8 +19,9 @@ removes the file from the cache (its snapshot link and its blob); a file that ca
 MODEL_UNAVAILABLE with the cause (unknown revision, missing file, hub unreachable, `HF_HUB_OFFLINE`).
 
 The model id stored with the vectors is the entry's name (with its prefixes, embedding/prefixes.py),
-never its revision: `bge-small-en-v1.5` moved from `main` to the commit `main` pointed at, whose
-files have the same hashes, so an index built before keeps its model id and stays current.
+never its revision: `bge-small-en-v1.5` moved from `main` to a commit whose ONNX file has the hash
+recorded by projects that fetch it from `main`, so an index built before keeps its model id and stays
+current.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ class Entry:
 
 
 # bge-small-en-v1.5: the commit and both hashes agree across several public projects that verify them
-# (also for Xenova/bge-small-en-v1.5's copy of the same files); `main` serves the same files.
+# (also for Xenova/bge-small-en-v1.5's copy of the same files); projects fetching the ONNX file from
+# `main` record the same hash, so vectors made before the pin (at `main`) are this model's vectors.
 BGE_SMALL_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
 
 CATALOGUE: dict[str, Entry] = {
