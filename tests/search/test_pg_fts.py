@@ -138,3 +138,40 @@ def test_floors_by_either_plan_are_the_rows_th_newest_and_a_rare_word_is_not_pro
     assert got[2] is None and got[3] is None  # one row and none: rare
     assert len(probes) == 1 and probes[0].count("ARRAY(") == 2  # only the two common words were probed
     assert ("OFFSET 0) AS vp_m" in probes[0]) is (factor > 0)
+
+
+def test_ranking_in_the_side_table_first_answers_what_the_joined_statement_does(db, monkeypatch):
+    """`_Ranking._side_first`: the best rows ranked without their documents, then filtered, must give the
+    rows and ranks of the one statement that filters every matching row — with ties (identical texts),
+    a filter passing few rows (its fallback) and one passing none."""
+    now = int(time.time() * 1000)
+    words = ["alpha", "beta", "gamma", "alpha beta", "beta beta gamma", "alpha alpha alpha"]
+    rows = [(f"m{i:04d}", "b" if i % 7 == 0 else "a", f"{words[i % len(words)]} filler{i % 5}", now)
+            for i in range(90)]
+    db.write(lambda c: c.executemany(
+        "INSERT INTO messages (id, sender, channel, content, createdAt) VALUES (?, ?, 'general', ?, ?)", rows))
+    side_first = pg_fts._Ranking._side_first
+    used: list[bool] = []
+
+    def spy(self, conn, query):
+        found = side_first(self, conn, query)
+        used.append(found is not None)
+        return found
+
+    def ranked(query, limit, where, params, *, first):
+        monkeypatch.setattr(pg_fts._Ranking, "_side_first", spy if first else (lambda self, conn, query: None))
+        match = fts.fts_query(query, "or")
+        return [(r["id"], r["rank"]) for r in db.read(lambda c: keyword_rows(
+            c, fts="messages_fts", table="messages", match=match, limit=limit, where=where, params=params,
+            columns="d.id"))]
+
+    for factor in (1, 2):
+        monkeypatch.setattr(pg_fts, "HEAD_FACTOR", factor)
+        monkeypatch.setattr(pg_fts, "HEAD_MARGIN", 0)
+        for where, params in [([], []), (["d.sender = ?"], ["a"]), (["d.sender = ?"], ["b"]),
+                              (["d.sender = ?"], ["nobody"])]:
+            for query in ("alpha", "alpha beta gamma", "filler3 beta"):
+                for limit in (1, 3, 10, 200):
+                    expected = ranked(query, limit, where, params, first=False)
+                    assert ranked(query, limit, where, params, first=True) == expected, (where, params, query, limit)
+    assert True in used and False in used  # both the head's answer and the fallback were taken
