@@ -175,3 +175,65 @@ def test_ranking_in_the_side_table_first_answers_what_the_joined_statement_does(
                     expected = ranked(query, limit, where, params, first=False)
                     assert ranked(query, limit, where, params, first=True) == expected, (where, params, query, limit)
     assert True in used and False in used  # both the head's answer and the fallback were taken
+
+
+def test_the_first_pass_inside_the_window_answers_what_ranking_the_whole_window_does(db, monkeypatch):
+    """bounded.py's window on PostgreSQL: the rows of the rarer word are ranked first (MaxScore); when
+    they fill the top, the answer is the whole window's — rows, order and scores."""
+    texts = [f"common filler {i} " + "common " * (i % 3) for i in range(60)]
+    texts += [f"zephyr common {i} " + "zephyr " * (i % 4) for i in range(12)]
+    _messages(db, texts)
+    floor = db.read(lambda c: c.scalar("SELECT min(seq) FROM messages_fts")) + 20  # the window: newer rows only
+    calls: list[str] = []
+    real = pg_fts._Ranking.__call__
+
+    def spy(self, conn, query, *, nested):
+        calls.append(query)
+        return real(self, conn, query, nested=nested)
+
+    def windowed(limit):
+        match = fts.fts_query("zephyr common", "or")
+        return [(r["id"], r["rank"]) for r in db.read(lambda c: keyword_rows(
+            c, fts="messages_fts", table="messages", match=match, limit=limit, columns="d.id",
+            where=[pg_fts.WINDOW], params=[floor]))]
+
+    whole, wide = windowed(5), windowed(40)
+    monkeypatch.setattr(pg_fts, "NESTED_ROWS", 20)
+    monkeypatch.setattr(pg_fts._Ranking, "__call__", spy)
+    pruned = windowed(5)
+    assert len(calls) == 1 and "&" in calls[0]  # the first pass sufficed
+    assert [i for i, _ in pruned] == [i for i, _ in whole]
+    assert [r for _, r in pruned] == pytest.approx([r for _, r in whole], rel=1e-12)
+    calls.clear()
+    assert [i for i, _ in windowed(40)] == [i for i, _ in wide] and len(calls) == 2  # too few: the whole window
+
+
+def test_a_common_words_floor_is_reused_until_enough_rows_are_added_or_the_newest_is_deleted(db, monkeypatch):
+    """`_Floors`: the second probe of a word reads nothing; more than FLOOR_DRIFT × rows rows added
+    since (or the newest row deleted) and it is probed again, answering for the table as it is."""
+    _messages(db, [f"common filler{i}" for i in range(40)])
+    probes: list[str] = []
+    real = pg_fts.budget.query
+
+    def query(conn, sql, args=()):
+        probes.extend([sql] if "ARRAY(" in sql else [])
+        return real(conn, sql, args)
+
+    monkeypatch.setattr(pg_fts.budget, "query", query)
+    match = [fts.fts_query("common", "or")]
+
+    def floor():
+        return db.read(lambda c: pg_fts.floors(c, fts="messages_fts", matches=match, rows=8))[0]
+
+    def eighth_newest():
+        return db.read(lambda c: c.scalar("SELECT seq FROM messages_fts ORDER BY seq DESC OFFSET 7 LIMIT 1"))
+
+    first = floor()
+    assert first == eighth_newest() and len(probes) == 1
+    assert floor() == first and len(probes) == 1  # remembered
+    _messages(db, ["common again"], start=100)  # 1 row ≤ 0.25 × 8: still reused (the window grows by one)
+    assert floor() == first and len(probes) == 1
+    _messages(db, [f"common more{i}" for i in range(3)], start=200)  # 4 rows since: probed again
+    assert floor() == eighth_newest() != first and len(probes) == 2
+    db.write(lambda c: c.execute("DELETE FROM messages WHERE seq = (SELECT max(seq) FROM messages)"))
+    assert floor() == eighth_newest() and len(probes) == 3  # the newest row went: probed again
