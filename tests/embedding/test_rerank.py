@@ -3,17 +3,20 @@ reordered by a cross-encoder (a tiny one built in the test that favours one word
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 import time
 from importlib import resources
 
 import pytest
 from conftest import make_settings, open_tools
+from support.fake_hub import FakeHub
 from support.tiny_onnx import cross_encoder
 from tokenizers import Tokenizer
 
 from vantage_peers.core.errors import InvalidArgument
-from vantage_peers.embedding import local
+from vantage_peers.embedding import catalogue, local, rerank
+from vantage_peers.embedding.catalogue import Entry
 from vantage_peers.embedding.rerank import CrossEncoder
 from vantage_peers.pipeline.settings import Settings
 from vantage_peers.server import create_app
@@ -70,3 +73,66 @@ def test_the_setting_wants_a_folder(tmp_path):
     with pytest.raises(InvalidArgument, match="VP_RERANK_MODEL"):
         Settings.from_env({"VP_RERANK_MODEL": str(tmp_path / "missing")}, dotenv=False)
     assert Settings.from_env({}, dotenv=False).rerank_model is None  # off by default
+
+
+TEXTS = ["team meeting notes", "team meeting notes about the budget",
+         "team meeting notes covering the roadmap, hiring, the office move, the release calendar, "
+         "and afterwards everyone went out for lunch"]
+
+
+def _recall_order(settings) -> tuple[list[str], list[str]]:
+    """(the stored ids in TEXTS order, recall's order for "team meeting notes")."""
+    app = create_app(settings)
+    try:
+        with open_tools(app) as tools:
+            ids = [tools.call("store_memory", namespace="n", type="note", content=t, createdBy="a")["memoryId"]
+                   for t in TEXTS]
+            return ids, [i["_id"] for i in tools.call("recall", query="team meeting notes")["items"]]
+    finally:
+        app.db.close()
+
+
+@pytest.mark.parametrize("good", [True, False], ids=["pinned-hash", "hash-mismatch"])
+def test_a_named_reranker_is_fetched_at_its_commit_and_a_refused_one_keeps_the_fused_order(
+        model, tmp_path, monkeypatch, good):
+    """VP_RERANK_MODEL=<catalogue name>: the cross-encoder comes from the hub (a loopback stand-in) at its
+    pinned commit and checked by SHA-256; refused (MODEL_HASH_MISMATCH), recall still answers, unreranked."""
+    graph = (model / "model.onnx").read_bytes()
+    commit = "a" * 40
+    hub = FakeHub("test/rerank", {commit: {"onnx/model_quantized.onnx": graph,
+                                            "tokenizer.json": (model / "tokenizer.json").read_bytes()}}, {})
+    try:
+        pinned = hashlib.sha256(graph).hexdigest() if good else "0" * 64
+        monkeypatch.setattr(catalogue, "RERANKERS", {"tiny-rerank": Entry(
+            "tiny-rerank", "test/rerank", commit, {"onnx/model_quantized.onnx": pinned, "tokenizer.json": None},
+            1, "logit", "MIT", 1)})
+        monkeypatch.setattr(rerank, "_cache", {})
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("VP_MODEL_CACHE", str(tmp_path / "cache"))
+        settings = Settings.from_env({"VP_RERANK_MODEL": "tiny-rerank", "VP_DB_PATH": str(tmp_path / "vp.db"),
+                                      "VP_EMBEDDINGS": "none", "VP_SCHEDULER": "off"}, dotenv=False)
+        assert settings.rerank_model == "tiny-rerank"
+        ids, order = _recall_order(settings)
+        assert sorted(order) == sorted(ids)
+        assert (order[0] == ids[2]) is good  # reranked by the fetched model, or the fused order kept
+        assert all(p.startswith(f"/test/rerank/resolve/{commit}/") for _, p in hub.requests if "/resolve/" in p)
+    finally:
+        hub.stop()
+
+
+def test_the_setting_names_the_catalogue_rerankers(tmp_path):
+    with pytest.raises(InvalidArgument, match="ms-marco-MiniLM-L-6-v2"):
+        Settings.from_env({"VP_RERANK_MODEL": "no-such-reranker"}, dotenv=False)
+    assert Settings.from_env({"VP_RERANK_MODEL": "ms-marco-MiniLM-L-6-v2"}, dotenv=False).rerank_model \
+        == "ms-marco-MiniLM-L-6-v2"
+
+
+def test_doctor_reports_the_reranker(model, tmp_path, monkeypatch):
+    from vantage_peers.domains.memory.maintenance import _reranker_line
+
+    monkeypatch.setenv("VP_MODEL_CACHE", str(tmp_path / "empty-cache"))
+    assert _reranker_line(None) is None
+    assert _reranker_line(str(model))[0] == "ok"
+    assert _reranker_line(str(tmp_path))[0] == "FAIL"  # a folder without the files
+    status, _, detail = _reranker_line("ms-marco-MiniLM-L-6-v2")
+    assert status == "WARN" and "not downloaded yet" in detail and "model_quantized.onnx" in detail

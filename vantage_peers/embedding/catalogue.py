@@ -86,6 +86,25 @@ CATALOGUE: dict[str, Entry] = {
 }
 
 
+# Cross-encoders for VP_RERANK_MODEL (embedding/rerank.py). ms-marco-MiniLM-L-6-v2: Xenova's int8
+# ONNX export, pinned to the commit and the graph's SHA-256 (23,143,499 bytes) a public project
+# verifies; its tokenizer.json is checked against the hash recorded at its first download.
+MS_MARCO_REVISION = "a09144355adeed5f58c8ed011d209bf8ee5a1fec"
+
+RERANKERS: dict[str, Entry] = {
+    e.name: e for e in (
+        Entry("ms-marco-MiniLM-L-6-v2", "Xenova/ms-marco-MiniLM-L-6-v2", MS_MARCO_REVISION,
+              {"onnx/model_quantized.onnx": "e9d8ebf845c413e981c175bfe49a3bfa9b3dcce2a3ba54875ee5df5a58639fbe",
+               "tokenizer.json": None}, 1, "logit", "Apache-2.0", 23),
+    )
+}
+
+
+def graph_file(entry: Entry) -> str:
+    """The entry's ONNX graph: its one `.onnx` file."""
+    return next(rel for rel in entry.files if rel.endswith(".onnx"))
+
+
 def cache_root() -> Path:
     """VP_MODEL_CACHE, else the platform's user cache folder (platformdirs) / models."""
     override = os.environ.get("VP_MODEL_CACHE")

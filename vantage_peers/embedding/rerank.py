@@ -3,9 +3,11 @@
 A cross-encoder reads the query and one candidate together and answers a relevance logit; it is
 more accurate than comparing two vectors but costs one model run per candidate, so only the fused
 top `VP_RERANK_TOP_K` (default 30) are rescored and reordered; the rest keep their fused order.
-The model is a folder holding `model.onnx` (or `onnx/model.onnx`) and `tokenizer.json` (e.g.
-cross-encoder/ms-marco-MiniLM-L-6-v2 exported to ONNX); it loads in-process on first use. Off by
-default. A reranker that fails leaves the fused order as it was (the answer says nothing is lost).
+The model is a name from `catalogue.RERANKERS` (fetched from the hub at its pinned commit on first
+use, checked by SHA-256, then used offline — like VP_EMBED_MODEL's names) or a folder holding
+`model.onnx` (or `onnx/model.onnx`) and `tokenizer.json`; it loads in-process on first use. Off by
+default. A reranker that fails — a missing folder, a download refused — leaves the fused order as it
+was (the answer says nothing is lost).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import catalogue
 from .embedding_error import EmbeddingError
 from .local import MAX_CHARS, folder_files, threads
 
@@ -23,9 +26,10 @@ DEFAULT_TOP_K = 30
 
 
 class CrossEncoder:
-    def __init__(self, folder: Path, *, threads_: int | None = None) -> None:
-        self.folder = folder
-        self.name = f"folder:{folder.name}"
+    def __init__(self, folder: Path | None = None, *, entry: catalogue.Entry | None = None,
+                 threads_: int | None = None) -> None:
+        self.folder, self.entry = folder, entry
+        self.name = entry.name if entry is not None else f"folder:{folder.name if folder else ''}"
         self._threads = threads_
         self._lock = threading.Lock()
         self._session: Any = None
@@ -39,7 +43,7 @@ class CrossEncoder:
             import onnxruntime as ort
             from tokenizers import Tokenizer
 
-            graph, tokenizer_file = folder_files(self.folder)
+            graph, tokenizer_file = self._files()
             tokenizer = Tokenizer.from_file(str(tokenizer_file))
             tokenizer.enable_truncation(MAX_PAIR_TOKENS)
             tokenizer.no_padding()
@@ -53,6 +57,15 @@ class CrossEncoder:
             raise EmbeddingError(f"the reranker could not be loaded ({type(exc).__name__}: {exc})") from None
         self._inputs = {i.name for i in session.get_inputs()}
         self._tokenizer, self._session = tokenizer, session
+
+    def _files(self) -> tuple[Path, Path]:
+        """(ONNX graph, tokenizer.json): a catalogue entry's are fetched on first use (ModelFileError,
+        an EmbeddingError, when refused)."""
+        if self.entry is not None:
+            snapshot = catalogue.fetch(self.entry)
+            return snapshot / catalogue.graph_file(self.entry), snapshot / "tokenizer.json"
+        assert self.folder is not None
+        return folder_files(self.folder)
 
     def score(self, query: str, docs: Sequence[str]) -> list[float]:
         """One relevance score per doc (higher is better), in `docs` order."""
@@ -83,11 +96,12 @@ _cache_lock = threading.Lock()
 
 
 def reranker_for(settings: Any) -> CrossEncoder | None:
-    """The configured cross-encoder (one per folder per process), or None when reranking is off."""
-    folder = getattr(settings, "rerank_model", None)
-    if not folder:
+    """The configured cross-encoder (one per name or folder per process), or None when reranking is off."""
+    chosen = getattr(settings, "rerank_model", None)
+    if not chosen:
         return None
     with _cache_lock:
-        if folder not in _cache:
-            _cache[folder] = CrossEncoder(Path(folder))
-        return _cache[folder]
+        if chosen not in _cache:
+            entry = catalogue.RERANKERS.get(chosen)
+            _cache[chosen] = CrossEncoder(entry=entry) if entry is not None else CrossEncoder(Path(chosen))
+        return _cache[chosen]

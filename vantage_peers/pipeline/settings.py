@@ -75,7 +75,8 @@ class Settings(BaseModel):
     # VP_EMBED_MODEL (#35): the local model — unset/"bundled" = all-MiniLM-L6-v2 int8 in the wheel, or a
     # folder holding model.onnx (or onnx/model.onnx) and tokenizer.json (embedding/local.py).
     embed_model: str | None = None
-    # VP_RERANK_MODEL (#35): a cross-encoder folder reranking recall's fused top VP_RERANK_TOP_K; off when unset.
+    # VP_RERANK_MODEL (#35): a cross-encoder (catalogue name or folder) reranking recall's fused top
+    # VP_RERANK_TOP_K; off when unset.
     rerank_model: str | None = None
     rerank_top_k: int = 30
     openai_api_key: str | None = None
@@ -132,15 +133,17 @@ class Settings(BaseModel):
         embed_model = get("VP_EMBED_MODEL")
         if embed_model is not None and embed_model.strip().lower() in ("bundled", "default", "all-minilm-l6-v2-int8"):
             embed_model = None
-        from ..embedding.catalogue import CATALOGUE
+        from ..embedding.catalogue import CATALOGUE, RERANKERS
 
         named = embed_model is not None and embed_model in CATALOGUE
         if embed_model is not None and not named and not Path(embed_model).expanduser().is_dir():
             raise InvalidArgument(f"VP_EMBED_MODEL must be 'bundled', one of {', '.join(sorted(CATALOGUE))} or a "
                                   f"folder holding model.onnx and tokenizer.json, got {embed_model!r}")
         rerank = get("VP_RERANK_MODEL")
-        if rerank is not None and not Path(rerank).expanduser().is_dir():
-            raise InvalidArgument(f"VP_RERANK_MODEL must be a folder holding model.onnx and tokenizer.json, got {rerank!r}")
+        named_rerank = rerank is not None and rerank in RERANKERS
+        if rerank is not None and not named_rerank and not Path(rerank).expanduser().is_dir():
+            raise InvalidArgument(f"VP_RERANK_MODEL must be one of {', '.join(sorted(RERANKERS))} or a folder "
+                                  f"holding model.onnx and tokenizer.json, got {rerank!r}")
         journal = (get("VP_JOURNAL_MODE") or "wal").lower()
         if journal not in ("wal", "delete", "truncate", "persist"):
             raise InvalidArgument(f"VP_JOURNAL_MODE must be wal, delete, truncate or persist, got {journal!r}")
@@ -154,7 +157,7 @@ class Settings(BaseModel):
             "toolsets": parse_toolsets(get("VP_TOOLSETS")),
             "embeddings": embeddings,
             "model_host": model_host,
-            "rerank_model": str(Path(rerank).expanduser().resolve()) if rerank else None,
+            "rerank_model": (rerank if named_rerank else str(Path(rerank).expanduser().resolve())) if rerank else None,
             "embed_model": (embed_model if named else str(Path(embed_model).expanduser().resolve()))
             if embed_model else None,
             "openai_api_key": key,

@@ -7,6 +7,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from ...db import Database
@@ -18,6 +19,26 @@ from . import indexer, vectors
 PROBE_TIMEOUT_S = 10.0
 REINDEX_MARK = "embedding.reindex"  # meta: the model a reindex under way (or killed) is building
 REINDEX_BATCH = 256  # rows claimed per round; the local model splits them by its token budget
+
+
+def _reranker_line(chosen: str | None) -> tuple[str, str, str] | None:
+    """VP_RERANK_MODEL (#35): a catalogue name's files in the cache (fetched on the first recall when
+    absent: WARN, recall works meanwhile), or a folder's graph and tokenizer (FAIL when missing)."""
+    if not chosen:
+        return None
+    from ...embedding.catalogue import RERANKERS, present
+    from ...embedding.local import folder_files
+
+    entry = RERANKERS.get(chosen)
+    if entry is not None:
+        missing = [path for path, here in present(entry) if not here]
+        return (("WARN", "reranker", f"{chosen}: not downloaded yet (fetched on the first recall): {', '.join(missing)}")
+                if missing else ("ok", "reranker", f"{chosen} (files present)"))
+    try:
+        graph, tokenizer = folder_files(Path(chosen))
+    except EmbeddingError as exc:
+        return "FAIL", "reranker", str(exc)
+    return "ok", "reranker", f"{graph}, {tokenizer}"
 
 
 def doctor_checks(settings: Any, db: Database, corpora: Sequence[Corpus] | None = None) -> list[tuple[str, str, str]]:
@@ -60,6 +81,9 @@ def doctor_checks(settings: Any, db: Database, corpora: Sequence[Corpus] | None 
         missing = [path for path, present in files if not present]
         out.append(("FAIL" if missing else "ok", "model files",
                     f"missing: {', '.join(missing)}" if missing else ", ".join(path for path, _ in files)))
+    reranker = _reranker_line(getattr(settings, "rerank_model", None))
+    if reranker is not None:
+        out.append(reranker)
     tables = db.read(lambda c: [(c2.name, vectors.table_model(c, c2.vec)) for c2 in indexer.corpora_of(corpora)])
     recorded_tables = [f"{name}: {rec.model} ({rec.dimensions} dims)" for name, rec in tables if rec is not None]
     if recorded_tables:
