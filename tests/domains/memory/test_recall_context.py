@@ -31,6 +31,25 @@ def test_neighbours_stay_inside_one_namespace_and_one_session(app):
     assert near[late] == []  # beyond SESSION_GAP_MS: another session
 
 
+def test_a_memory_written_between_two_candidates_keeps_them_apart_in_one_batched_check(app):
+    """Several close pairs with a seq gap are checked in one statement: each keeps its own answer."""
+    at = T0
+    seqs, hidden = [], []
+    for i in range(6):  # candidate, (other namespace), candidate, ... with a same-namespace one between every other pair
+        seqs.append(_put(app, f"turn {i}", "chat/one", at))
+        at += 1_000
+        _put(app, "elsewhere", "chat/two", at)
+        at += 1_000
+        if i % 2 == 0:
+            hidden.append(_put(app, f"not a candidate {i}", "chat/one", at))
+            at += 1_000
+    near = app.db.read(lambda c: context.neighbours(c, seqs))
+    for i in range(5):
+        joined = seqs[i + 1] in near[seqs[i]]
+        assert joined is (i % 2 == 1), (i, near)  # a hidden memory of chat/one sits after every even turn
+        assert joined is (seqs[i] in near[seqs[i + 1]])
+
+
 def test_the_answer_next_to_the_matching_turn_is_lifted(app):
     question = _put(app, "Did you go to the support group?", "chat/one", T0)
     answer = _put(app, "Yes, yesterday; it was wonderful.", "chat/one", T0 + 1_000)

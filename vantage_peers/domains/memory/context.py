@@ -21,8 +21,12 @@ CONTEXT_WEIGHT = 0.3  # share of the neighbour's score above the floor; 0.2-0.5 
 SESSION_GAP_MS = 30 * 60_000  # turns further apart than this are different sessions
 CONTEXT_DEPTH = 100  # only the head of the fused list lends and borrows (bounded cost)
 
-_BETWEEN = ("SELECT 1 FROM memories WHERE namespace = ? AND (createdAt, id) > (?, ?) AND (createdAt, id) < (?, ?) "
-            "LIMIT 1")
+# Which close pairs have another memory of their namespace written between them: one statement for
+# all of them (a round trip each cost PostgreSQL ≈10 ms per recall at 100k memories in one namespace).
+_BETWEEN = ("WITH vp_pair(i, ns, at_a, id_a, at_b, id_b) AS (VALUES {rows}) "
+            "SELECT p.i FROM vp_pair p WHERE EXISTS (SELECT 1 FROM memories m WHERE m.namespace = p.ns "
+            "AND (m.createdAt, m.id) > (p.at_a, p.id_a) AND (m.createdAt, m.id) < (p.at_b, p.id_b))")
+_PAIR = "(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT))"
 
 
 def adjacent(conn: Connection, seqs: list[int]) -> list[tuple[int, int]]:
@@ -30,19 +34,23 @@ def adjacent(conn: Connection, seqs: list[int]) -> list[tuple[int, int]]:
     SESSION_GAP_MS (nothing else of that namespace written between them).
 
     One query for the rows; then consecutive seqs (the usual case: a conversation stored turn by
-    turn) are adjacent at once, and only a close pair with a seq gap costs an indexed check."""
+    turn) are adjacent at once, and the close pairs with a seq gap are checked together by index."""
     if len(seqs) < 2:
         return []
     marks = ",".join("?" for _ in seqs)
     rows = sorted(conn.rows(f"SELECT namespace, createdAt, id, seq FROM memories WHERE seq IN ({marks})", seqs))
-    out = []
+    close, gapped = [], []
     for (ns_a, at_a, id_a, seq_a), (ns_b, at_b, id_b, seq_b) in zip(rows, rows[1:], strict=False):
         if ns_a != ns_b or at_b - at_a > SESSION_GAP_MS:
             continue
-        if seq_b != seq_a + 1 and conn.rows(_BETWEEN, (ns_a, at_a, id_a, at_b, id_b)):
-            continue  # another memory of the namespace sits between them
-        out.append((int(seq_a), int(seq_b)))
-    return out
+        close.append((int(seq_a), int(seq_b)))
+        if seq_b != seq_a + 1:
+            gapped.append((len(close) - 1, ns_a, at_a, id_a, at_b, id_b))
+    if gapped:
+        sql = _BETWEEN.format(rows=",".join(_PAIR for _ in gapped))
+        between = {int(i) for (i,) in conn.rows(sql, [x for pair in gapped for x in pair])}
+        close = [pair for i, pair in enumerate(close) if i not in between]
+    return close
 
 
 def neighbours(conn: Connection, seqs: list[int]) -> dict[int, list[int]]:
