@@ -21,36 +21,29 @@ CONTEXT_WEIGHT = 0.3  # share of the neighbour's score above the floor; 0.2-0.5 
 SESSION_GAP_MS = 30 * 60_000  # turns further apart than this are different sessions
 CONTEXT_DEPTH = 100  # only the head of the fused list lends and borrows (bounded cost)
 
-# Which close pairs have another memory of their namespace written between them: one statement for
-# all of them (a round trip each cost PostgreSQL ≈10 ms per recall at 100k memories in one namespace).
-_BETWEEN = ("WITH vp_pair(i, ns, at_a, id_a, at_b, id_b) AS (VALUES {rows}) "
-            "SELECT p.i FROM vp_pair p WHERE EXISTS (SELECT 1 FROM memories m WHERE m.namespace = p.ns "
-            "AND (m.createdAt, m.id) > (p.at_a, p.id_a) AND (m.createdAt, m.id) < (p.at_b, p.id_b))")
-_PAIR = "(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT))"
+# The candidates in write order per namespace (createdAt, id), each with the one before it, kept when
+# both are of one session and nothing else of the namespace was written between them: one statement
+# (PostgreSQL paid a round trip per close pair before: ≈10 ms per recall at 100k memories).
+_ADJACENT = (
+    "WITH vp_c AS (SELECT namespace, createdAt, id, seq FROM memories WHERE seq IN ({marks})), "
+    "vp_o AS (SELECT namespace AS ns, createdAt AS at_b, id AS id_b, seq AS seq_b, "
+    "LAG(namespace) OVER w AS ns_a, LAG(createdAt) OVER w AS at_a, LAG(id) OVER w AS id_a, LAG(seq) OVER w AS seq_a "
+    "FROM vp_c WINDOW w AS (ORDER BY namespace, createdAt, id, seq)) "
+    "SELECT seq_a, seq_b FROM vp_o WHERE ns_a = ns AND at_b - at_a <= ? AND (seq_b = seq_a + 1 OR NOT EXISTS "
+    "(SELECT 1 FROM memories m WHERE m.namespace = vp_o.ns AND (m.createdAt, m.id) > (vp_o.at_a, vp_o.id_a) "
+    "AND (m.createdAt, m.id) < (vp_o.at_b, vp_o.id_b))) ORDER BY seq_a")
 
 
 def adjacent(conn: Connection, seqs: list[int]) -> list[tuple[int, int]]:
     """(earlier, later) pairs of `seqs` written one just after the other in their namespace, within
     SESSION_GAP_MS (nothing else of that namespace written between them).
 
-    One query for the rows; then consecutive seqs (the usual case: a conversation stored turn by
-    turn) are adjacent at once, and the close pairs with a seq gap are checked together by index."""
+    Consecutive seqs (the usual case: a conversation stored turn by turn) are adjacent at once; only
+    a close pair with a seq gap costs an indexed check, all inside the one statement."""
     if len(seqs) < 2:
         return []
-    marks = ",".join("?" for _ in seqs)
-    rows = sorted(conn.rows(f"SELECT namespace, createdAt, id, seq FROM memories WHERE seq IN ({marks})", seqs))
-    close, gapped = [], []
-    for (ns_a, at_a, id_a, seq_a), (ns_b, at_b, id_b, seq_b) in zip(rows, rows[1:], strict=False):
-        if ns_a != ns_b or at_b - at_a > SESSION_GAP_MS:
-            continue
-        close.append((int(seq_a), int(seq_b)))
-        if seq_b != seq_a + 1:
-            gapped.append((len(close) - 1, ns_a, at_a, id_a, at_b, id_b))
-    if gapped:
-        sql = _BETWEEN.format(rows=",".join(_PAIR for _ in gapped))
-        between = {int(i) for (i,) in conn.rows(sql, [x for pair in gapped for x in pair])}
-        close = [pair for i, pair in enumerate(close) if i not in between]
-    return close
+    sql = _ADJACENT.format(marks=",".join("?" for _ in seqs))
+    return [(int(a), int(b)) for a, b in conn.rows(sql, [*seqs, SESSION_GAP_MS])]
 
 
 def neighbours(conn: Connection, seqs: list[int]) -> dict[int, list[int]]:
