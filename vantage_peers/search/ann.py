@@ -180,7 +180,8 @@ class _Cache:
         self.mask_key: tuple[Any, ...] | None = None
         self._xor: Any = None
         self._dist: Any = None
-        self._acc: Any = None  # hamming's running sum, kept like the buffers above
+        self._counts: Any = None  # hamming's popcounts and running sum, kept like the buffers above
+        self._acc: Any = None
         self.mask: Any = None
 
     def refresh(self, conn: Any, name: str) -> None:
@@ -282,20 +283,20 @@ class _Cache:
         key = query.view(np.uint64) if words.dtype == np.uint64 else query
         if self._xor is None or self._xor.shape != words.shape:
             self._xor = np.empty(words.shape, dtype=words.dtype)
+            self._counts = np.empty(words.shape, dtype=np.uint8)  # a popcount is at most 64
+            self._acc = np.empty(len(words), dtype=np.uint16)
             self._dist = np.empty(len(words), dtype=np.int32)
         np.bitwise_xor(words, key, out=self._xor)
-        np.bitwise_count(self._xor, out=self._xor)
-        if self._xor.ndim == 2 and 1 < self._xor.shape[1] <= 16:
-            # Column by column: numpy's row-wise sum over a few columns is a slow reduction (1.6 ms
-            # at 100k × 6 words against 1.0 ms for five vector adds).
-            if self._acc is None or len(self._acc) != len(words):
-                self._acc = np.empty(len(words), dtype=words.dtype)
-            np.add(self._xor[:, 0], self._xor[:, 1], out=self._acc)
-            for j in range(2, self._xor.shape[1]):
-                np.add(self._acc, self._xor[:, j], out=self._acc)
+        np.bitwise_count(self._xor, out=self._counts)
+        if 1 < self._counts.shape[1] <= 16:  # few columns (384 dims: 6 words); uint16 holds the sum
+            # Column by column into uint8 counts: numpy's row-wise sum over a few columns is a slow
+            # reduction (at 100k × 6 words: 2.1 ms in all against 1.2 ms this way).
+            np.add(self._counts[:, 0], self._counts[:, 1], out=self._acc, dtype=np.uint16)
+            for j in range(2, self._counts.shape[1]):
+                np.add(self._acc, self._counts[:, j], out=self._acc, dtype=np.uint16)
             self._dist[...] = self._acc
         else:
-            np.sum(self._xor, axis=1, dtype=np.int32, out=self._dist)
+            np.sum(self._counts, axis=1, dtype=np.int32, out=self._dist)
         return self._dist
 
     def scope_mask(self, scope: Any) -> Any:
