@@ -237,3 +237,31 @@ def test_a_common_words_floor_is_reused_until_enough_rows_are_added_or_the_newes
     assert floor() == eighth_newest() != first and len(probes) == 2
     db.write(lambda c: c.execute("DELETE FROM messages WHERE seq = (SELECT max(seq) FROM messages)"))
     assert floor() == eighth_newest() and len(probes) == 3  # the newest row went: probed again
+
+
+def test_a_word_is_counted_without_its_label_only_when_it_cannot_be_in_the_token_column(db):
+    """memories' `nsKey` holds 'n' + hex(namespace): a word of that shape keeps its label when counted
+    (it may be in nsKey too), any other word is counted by the GIN index alone — the same counts."""
+    from vantage_peers.domains.memory import store
+
+    def write(c):
+        for i in range(6):
+            store.store_memory(c, namespace="ab", type="note", content=f"deploy window {i}", created_by="t")
+        store.store_memory(c, namespace="zz", type="note", content="the word n6162 in content", created_by="t")
+
+    db.write(write)
+
+    def counted(word):
+        def read(c):
+            lex = pg_fts.lexemes(c, [word])[word]
+            labelled = pg_fts._phrase_tsquery(pg_fts.Phrase("", None, False), lex, "A")
+            form = pg_fts._count_form(c, "memories_fts", labelled)
+            n, _, [df] = pg_fts.statistics(c, "memories_fts", [labelled])
+            exact = c.scalar("SELECT count(*) FROM memories_fts WHERE doc @@ ?::tsquery", [labelled])
+            return form == labelled, df, exact
+        return db.read(read)
+
+    kept, df, exact = counted("deploy")
+    assert not kept and df == exact == 6
+    kept, df, exact = counted("n6162")  # nsKey of namespace "ab" in six rows, and in one row's content
+    assert kept and df == exact == 1

@@ -436,6 +436,27 @@ def _keep(conn: Connection, key: Any, value: Any) -> None:
             _stats.setdefault(owner, {})[key] = (time.monotonic(), value)
 
 
+# Columns whose every lexeme has a known shape: memories' `nsKey` ('n' || hex(namespace), stemmed or
+# not, stays within [n0-9a-f]). A word of another shape can only be in the other columns.
+TOKEN_COLUMNS = {"nsKey": re.compile(r"n[0-9a-f]*")}
+_ONE_LABELLED = re.compile(r"\('((?:[^'\\]|'')+)':([A-D])\)")
+
+
+def _count_form(conn: Connection, fts: str, query: str) -> str:
+    """The tsquery to count a one-word phrase's rows by: without its label when the word cannot be in
+    the table's other columns (they are all TOKEN_COLUMNS and it has not their shape). The GIN index
+    then answers without reading each row's document back to check the label (a word in 42k of 100k
+    rows: 28 → 10 ms); the count is the same."""
+    found = _ONE_LABELLED.fullmatch(query)
+    if found is None:
+        return query
+    word, label = found.group(1).replace("''", "'"), found.group(2)
+    others = [name for i, name in enumerate(columns_of(conn, fts)) if LABELS[i] != label]
+    if not all(name in TOKEN_COLUMNS and not TOKEN_COLUMNS[name].fullmatch(word) for name in others):
+        return query
+    return f"({_quote(word)})"
+
+
 def statistics(conn: Connection, fts: str, phrase_queries: Sequence[str | None]) -> tuple[float, float, list[float]]:
     """(N, total length, each phrase's document frequency) of side table `fts` for BM25; the counts
     not remembered are made in one statement."""
@@ -453,7 +474,7 @@ def statistics(conn: Connection, fts: str, phrase_queries: Sequence[str | None])
                 parts.append(f"(SELECT count(*) FROM {fts}) AS n{i}, (SELECT coalesce(sum(len), 0) FROM {fts}) AS t{i}")
             else:
                 parts.append(f"(SELECT count(*) FROM {fts} WHERE doc @@ ?::tsquery) AS n{i}")
-                args.append(q)
+                args.append(_count_form(conn, fts, q))
         rows = budget.query(conn, "SELECT " + ", ".join(parts), args)
         for i, key in enumerate(missing):
             row = rows[0] if rows else {}
