@@ -12,7 +12,9 @@ as its own process (what a person runs):
   abstracts — the Cranfield and CISI abstracts of ../shared/ir (title + text, median ≈150 words,
               ≈200–256 word pieces: the SciFact-like long case that made reindex slow)
 Reported per case: documents/s (wall), peak RSS of the reindex process and of any model host it
-started (polled every 50 ms), the CPU time of the reindex process per document (user + system,
+started (polled every 50 ms; for the reindex process also the peaks of its RssAnon — heap and arenas,
+the real memory pressure — and RssFile — shared libraries and the database pages SQLite reads through
+mmap, file cache the kernel can drop), the CPU time of the reindex process per document (user + system,
 which load distorts far less than wall time; a model host's CPU is not included), and the load average before and after. Not a test: nothing asserts
 on time; compare runs made in one sitting, alternating.
 """
