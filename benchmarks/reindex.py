@@ -12,7 +12,9 @@ as its own process (what a person runs):
   abstracts — the Cranfield and CISI abstracts of ../shared/ir (title + text, median ≈150 words,
               ≈200–256 word pieces: the SciFact-like long case that made reindex slow)
 Reported per case: documents/s (wall), peak RSS of the reindex process and of any model host it
-started (polled every 50 ms), the CPU time of the reindex process per document (user + system,
+started (polled every 50 ms; for the reindex process also the peaks of its RssAnon — heap and arenas,
+the real memory pressure — and RssFile — shared libraries and the database pages SQLite reads through
+mmap, file cache the kernel can drop), the CPU time of the reindex process per document (user + system,
 which load distorts far less than wall time; a model host's CPU is not included), and the load average before and after. Not a test: nothing asserts
 on time; compare runs made in one sitting, alternating.
 """
@@ -85,14 +87,19 @@ def load(path: Path, texts: list[str]) -> None:
     db.close()
 
 
-def _rss_kb(pid: int) -> int:
+def _rss_kb(pid: int) -> dict[str, int]:
+    """VmRSS and its parts in kB: RssAnon (heap, arenas: real memory pressure) and RssFile (file pages
+    mapped: the shared libraries, and the database file's pages SQLite reads through mmap, which the
+    kernel can drop and read again)."""
+    out = {"VmRSS": 0, "RssAnon": 0, "RssFile": 0}
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
+            key = line.split(":", 1)[0]
+            if key in out:
+                out[key] = int(line.split()[1])
     except OSError:
         pass
-    return 0
+    return out
 
 
 def _hosts(marker: str) -> list[int]:
@@ -111,7 +118,7 @@ def _hosts(marker: str) -> list[int]:
 def reindex(path: Path, host_dir: str) -> dict[str, float]:
     env = {**os.environ, "VP_DB_PATH": str(path), "VP_MODEL_HOST_DIR": host_dir, "VP_SCHEDULER": "0",
            "VP_EMBEDDINGS": "local"}
-    peak = {"reindex": 0, "host": 0}
+    peak = {"reindex": 0, "anon": 0, "file": 0, "host": 0}
     load_before = os.getloadavg()[0]
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -121,10 +128,13 @@ def reindex(path: Path, host_dir: str) -> dict[str, float]:
 
     def poll() -> None:
         while not done.is_set():
-            peak["reindex"] = max(peak["reindex"], _rss_kb(proc.pid))
+            rss = _rss_kb(proc.pid)
+            peak["reindex"] = max(peak["reindex"], rss["VmRSS"])
+            peak["anon"] = max(peak["anon"], rss["RssAnon"])
+            peak["file"] = max(peak["file"], rss["RssFile"])
             for pid in _hosts(host_dir):
                 if pid != proc.pid:
-                    peak["host"] = max(peak["host"], _rss_kb(pid))
+                    peak["host"] = max(peak["host"], _rss_kb(pid)["VmRSS"])
             time.sleep(0.05)
 
     watcher = threading.Thread(target=poll, daemon=True)
@@ -141,7 +151,8 @@ def reindex(path: Path, host_dir: str) -> dict[str, float]:
                 os.kill(pid, 15)  # the host this run started (found by its own folder), nothing else
     if proc.returncode:
         sys.stderr.write(err.decode(errors="replace")[-2000:])
-    return {"seconds": took, "cpu_s": cpu_s, "rss_mb": peak["reindex"] / 1024, "host_mb": peak["host"] / 1024,
+    return {"seconds": took, "cpu_s": cpu_s, "rss_mb": peak["reindex"] / 1024, "anon_mb": peak["anon"] / 1024,
+            "file_mb": peak["file"] / 1024, "host_mb": peak["host"] / 1024,
             "load_before": load_before, "load_after": os.getloadavg()[0], "exit": proc.returncode}
 
 
@@ -152,7 +163,7 @@ def case(label: str, texts: list[str], workdir: Path) -> None:
     host = f", model host {r['host_mb']:.0f} MB" if r["host_mb"] else ""
     print(f"  {label:<10} {len(texts):>6} docs in {r['seconds']:6.1f} s = {len(texts) / r['seconds']:7.1f} docs/s   "
           f"CPU {1000 * r['cpu_s'] / len(texts):5.1f} ms/doc ({len(texts) / r['cpu_s']:6.1f} docs per CPU-s)   "
-          f"peak RSS {r['rss_mb']:.0f} MB{host}   load {r['load_before']:.1f} -> {r['load_after']:.1f}"
+          f"peak RSS {r['rss_mb']:.0f} MB (anon {r['anon_mb']:.0f}, file {r['file_mb']:.0f}){host}   load {r['load_before']:.1f} -> {r['load_after']:.1f}"
           f"   (exit {r['exit']})", flush=True)
 
 

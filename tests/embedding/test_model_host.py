@@ -504,7 +504,7 @@ def test_a_query_goes_before_another_agents_queued_indexing(host_dir):
     query_side = shared_model.SharedEmbedder(host_dir)
     query_side.embed(["warm up"])  # the host runs and its model is loaded
     bulk = [f"memory {i}: the deploy cache, the lease window and the billing ledger" for i in range(512)]
-    batches = -(-len(bulk) // local.BATCH)
+    batches = len(local.LocalEmbedder(idle_unload_s=None).runs(bulk))  # the host groups them the same way
     before = query_side.info()["batches"]
     indexer = threading.Thread(target=shared_model.SharedEmbedder(host_dir).embed_array, args=(bulk,))
     indexer.start()

@@ -31,10 +31,13 @@ from .embedding_error import EmbeddingError
 MODEL = "all-MiniLM-L6-v2-int8"  # the name recorded with the vectors in `meta`
 DIMENSIONS = 384
 MAX_TOKENS = 256
-# Rows of one onnxruntime run are bounded by padded tokens, not by count (#34): activations grow with
-# rows × longest row, so 8 abstracts of 256 pieces cost what 64 one-liners of 32 do. ≈2,000 padded
-# tokens measured best on 2 cores (docs/recall.md); MAX_BATCH caps short texts.
-TOKEN_BUDGET = 2048
+# Rows of one onnxruntime run are bounded by padded tokens, not by count (#34), and long rows also by
+# rows × longest row² (each layer's attention scores grow with it: 8 abstracts of 256 pieces added
+# ≈200 MB to the process, one adds ≈26 MB). Small runs are also the fastest per row on 2 cores (the
+# working set stays in cache): best per-row time at ≈256–512 padded tokens, 1 row of 256 pieces
+# 36 ms against 50 ms in a run of 8 (docs/recall.md, "Reindex"). MAX_BATCH caps very short texts.
+TOKEN_BUDGET = 512
+ATTENTION_BUDGET = 256 * 256  # rows × longest row²: a row of MAX_TOKENS runs alone, 4 of 128 together
 MAX_BATCH = 64
 BATCH = MAX_BATCH  # kept for callers that size requests by it
 # 256 word pieces never need more than this many characters: longer text is cut before tokenizing
@@ -44,6 +47,9 @@ TOKENIZER = "all-MiniLM-L6-v2.tokenizer.json"
 # An agent's server is idle most of the time: after this long without embedding, the model is
 # dropped (its ≈100 MB go back to the OS) and loaded again (≈1 s) by the next write or query.
 IDLE_UNLOAD_S = 600.0
+# Within one long call (a reindex round of 256 rows), glibc keeps what each run freed and the process
+# grows by ≈40–60 MB of free heap; a trim this often bounds it at no measurable cost (≈2 ms per trim).
+TRIM_EVERY_S = 1.0
 
 
 def threads() -> int:
@@ -71,22 +77,32 @@ def trim() -> None:
         _TRIM(0)
 
 
-def _session(ort: Any, model: bytes, options: Any) -> Any:
-    """An onnxruntime session for `model`, loaded from a temporary file when one can be written:
-    a session built from bytes keeps a reference to them for its whole life (23 MB more resident)."""
+def _spill(model: bytes) -> str | None:
+    """`model` written to a temporary file, or None when none can be written (full or read-only folder).
+    A session built from bytes keeps a reference to them for its whole life (23 MB more resident), and
+    the caller drops its bytes before onnxruntime parses the file (≈25 MB less at the load's peak)."""
     try:
         fd, name = tempfile.mkstemp(prefix="vp-model-", suffix=".onnx")
     except OSError:
-        return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        return None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(model)
-        return ort.InferenceSession(name, options, providers=["CPUExecutionProvider"])
-    except OSError:  # the temporary folder is full or read-only: load from memory instead
-        return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-    finally:
+    except OSError:
         with contextlib.suppress(OSError):
             os.unlink(name)
+        return None
+    return name
+
+
+def _session(ort: Any, source: bytes | str, options: Any) -> Any:
+    """An onnxruntime session for `source`: a temporary file from `_spill` (removed once loaded) or bytes."""
+    try:
+        return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+    finally:
+        if isinstance(source, str):
+            with contextlib.suppress(OSError):
+                os.unlink(source)
 
 
 def folder_files(folder: Path) -> tuple[Path, Path]:
@@ -99,14 +115,18 @@ def folder_files(folder: Path) -> tuple[Path, Path]:
     return graph, tokenizer
 
 
-def batches(lengths: Sequence[int], *, budget: int = TOKEN_BUDGET, cap: int = MAX_BATCH) -> list[list[int]]:
+def batches(lengths: Sequence[int], *, budget: int = TOKEN_BUDGET, attention: int = ATTENTION_BUDGET,
+            cap: int = MAX_BATCH) -> list[list[int]]:
     """Indices of `lengths` (token counts) grouped for one run each: sorted by length (padding costs as
-    much as real tokens), each group's rows × longest row within `budget` (one row always fits)."""
+    much as real tokens), each group's rows × longest row within `budget` and rows × longest row² within
+    `attention` (one row always fits), at most `cap` rows."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     out: list[list[int]] = []
     group: list[int] = []
     for i in order:  # ascending: the newest row is the longest of its group
-        if group and (len(group) >= cap or (len(group) + 1) * max(lengths[i], 1) > budget):
+        width = max(lengths[i], 1)
+        rows = len(group) + 1
+        if group and (rows > cap or rows * width > budget or rows * width * width > attention):
             out.append(group)
             group = []
         group.append(i)
@@ -194,13 +214,16 @@ class LocalEmbedder:
             # (docs/recall.md). A graph of another shape is loaded as it is.
             model, _rewritten = int8_graph.rewrite(graph)
             del graph
-            session = _session(ort, model, options)
+            source: bytes | str = _spill(model) or model
             del model
+            session = _session(ort, source, options)
+            del source
             self._inputs = {i.name for i in session.get_inputs()}
         except Exception as exc:  # noqa: BLE001 - missing package or corrupt file: report it, keep serving
             self._error = f"the local model could not be loaded ({type(exc).__name__}: {exc})"
             raise EmbeddingError(self._error) from None
         self._tokenizer, self._session, self._run_options = tokenizer, session, run_options
+        trim()  # ≈50 MB the load freed (graph bytes, folding's temporaries) that glibc would keep mapped
 
     def _sources(self) -> tuple[bytes, str]:
         """(ONNX graph bytes, tokenizer JSON) of the bundled model or of the folder."""
@@ -216,6 +239,18 @@ class LocalEmbedder:
         graph, tokenizer = folder_files(self.folder)
         return graph.read_bytes(), tokenizer.read_text(encoding="utf-8")
 
+    def _encode(self, texts: Sequence[str]) -> tuple[list[Any], list[int]]:
+        """(encodings, word pieces per text), loading the model on first use."""
+        with self._lock:
+            self._load()
+            tokenizer = self._tokenizer
+        encoded = tokenizer.encode_batch([t[:MAX_CHARS] if t.strip() else "." for t in texts])
+        return encoded, [len(e.ids) for e in encoded]
+
+    def runs(self, texts: Sequence[str]) -> list[list[int]]:
+        """Indices of `texts` per onnxruntime run, grouped as `embed_array` groups them."""
+        return batches(self._encode(texts)[1]) if texts else []
+
     def embed_array(self, texts: Sequence[str], *,
                     turn: Callable[[], AbstractContextManager[Any]] | None = None) -> Any:
         """(n, 384) float32 unit vectors, as a numpy array. Each batch holds the session alone; `turn`,
@@ -225,12 +260,9 @@ class LocalEmbedder:
 
         if not texts:
             return np.zeros((0, self.dimensions or DIMENSIONS), dtype=np.float32)
-        with self._lock:
-            self._load()
-            tokenizer = self._tokenizer
-        encoded = tokenizer.encode_batch([t[:MAX_CHARS] if t.strip() else "." for t in texts])
-        lengths = [len(e.ids) for e in encoded]
+        encoded, lengths = self._encode(texts)
         out: Any = None
+        trimmed = time.monotonic()
         for idx in batches(lengths):
             width = max(lengths[i] for i in idx)
             ids = np.zeros((len(idx), width), dtype=np.int64)
@@ -253,6 +285,9 @@ class LocalEmbedder:
             if out is None:
                 out = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
             out[idx] = pooled / np.where(norms == 0, 1.0, norms)
+            if time.monotonic() - trimmed > TRIM_EVERY_S:  # a long call: give back what its runs freed
+                trim()
+                trimmed = time.monotonic()
         trim()  # once per call: glibc's trim costs more than a small batch's inference
         with self._lock:
             self._arm(self.idle_unload_s)

@@ -1,5 +1,5 @@
 """`vantage-peers reindex` (#34/#35): progress output (items, rate, ETA), resumed after SIGKILL without
-re-embedding what was done, and the token-budget batches of the local model."""
+re-embedding what was done (the local model's batches: tests/embedding/test_batches.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from support.memory_helpers import MODEL, embedding_settings, kill_cli_reindex
 
 from vantage_peers.db import Database
 from vantage_peers.domains.memory import maintenance, store, vectors
-from vantage_peers.embedding import local
 
 ROOT = Path(__file__).resolve().parents[3]
 ROWS = 600  # three rounds of maintenance.REINDEX_BATCH
@@ -52,13 +51,3 @@ def test_reindex_killed_mid_run_resumes_without_re_embedding(db_path, server, db
     assert len(server.inputs) - sent_before == ROWS - done  # nothing embedded twice
     # finished: the next reindex starts over (a deliberate full rebuild)
     assert db.read(lambda c: c.scalar("SELECT value FROM meta WHERE key = ?", (maintenance.REINDEX_MARK,))) is None
-
-
-def test_batches_keep_padded_tokens_within_the_budget():
-    lengths = [5, 256, 30, 256, 12, 100, 256, 20] * 20
-    groups = local.batches(lengths, budget=2048, cap=64)
-    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
-    for g in groups:
-        assert len(g) <= 64 and (len(g) == 1 or len(g) * max(lengths[i] for i in g) <= 2048)
-    assert max(len(g) for g in groups) == 64  # short texts fill whole batches
-    assert any(len(g) == 8 and all(lengths[i] == 256 for i in g) for g in groups)  # 8 × 256 = 2,048
