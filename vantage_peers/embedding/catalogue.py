@@ -115,7 +115,6 @@ def cache_root() -> Path:
     return Path(platformdirs.user_cache_dir("vantage-peers")) / "models"
 
 
-
 def _cache_dir(cache: Path | None) -> Path:
     return (cache or cache_root()).expanduser().resolve()
 

@@ -617,15 +617,20 @@ class _Ranking:
         any tied with the last of them) fetch their document and meet the filters, instead of every
         matching row (≈35 % of a window's statement). Exact when `limit` rows pass the filters, or
         when every ranked row was in the head; None (rank the usual way) when neither holds."""
-        side = [c for c in self.where if c == WINDOW]
         if any(re.search(r"\?\d", c) for c in self.where):
             return None  # numbered placeholders: the arguments cannot be split by clause
-        side_args, doc_args, at = [], [], 0
+        # The window is a clause on the side table; every other clause is on the document.
+        side: list[str] = []
+        doc: list[str] = []
+        side_args: list[Any] = []
+        doc_args: list[Any] = []
+        at = 0
         for clause in self.where:
             n = clause.count("?")
-            (side_args if clause == WINDOW else doc_args).extend(self.params[at:at + n])
+            clauses, args = (side, side_args) if clause == WINDOW else (doc, doc_args)
+            clauses.append(clause)
+            args.extend(self.params[at:at + n])
             at += n
-        doc = [c for c in self.where if c != WINDOW]
         freqs, score, rank_args = self._scoring()
         filters = "".join(f" AND ({c})" for c in doc)
         sql = (
@@ -715,12 +720,13 @@ def floors(conn: Connection, *, fts: str, matches: Sequence[str], rows: int) -> 
                               if (k := _count_key(p, lex, labels)) is not None))
     n, _, dfs = statistics(conn, fts, keys)
     counts = dict(zip(keys, dfs, strict=True))
+    bounds = [_bound(tree, lex, labels, counts) for tree in trees]
     out: list[int | None] = [None] * len(matches)
-    probed = [i for i, q in enumerate(queries) if q is not None and _bound(trees[i], lex, labels, counts) > rows]
+    probed = [i for i, q in enumerate(queries) if q is not None and bounds[i] > rows]
     if not probed:
         return out
-    newest = _Floors.newest(conn, fts)
     remembered = _Floors.of(conn)
+    newest = _Floors.newest(conn, fts) if remembered is not None else None
     for i in list(probed):
         floor = remembered.get((fts, queries[i], rows), newest, rows) if remembered is not None else None
         if floor is not None:
@@ -732,7 +738,7 @@ def floors(conn: Connection, *, fts: str, matches: Sequence[str], rows: int) -> 
     parts = []
     for i in probed:
         source = (f"(SELECT seq FROM {fts} WHERE doc @@ ?::tsquery OFFSET 0) AS vp_m"
-                  if _bound(trees[i], lex, labels, counts) <= crossover else f"{fts} WHERE doc @@ ?::tsquery")
+                  if bounds[i] <= crossover else f"{fts} WHERE doc @@ ?::tsquery")
         parts.append(f"SELECT {i} AS vp_i, ARRAY(SELECT seq FROM {source} ORDER BY seq DESC "
                      "OFFSET ? LIMIT 2) AS vp_seqs")
     for row in budget.query(conn, " UNION ALL ".join(parts), [x for i in probed for x in (queries[i], max(0, int(rows) - 1))]):
