@@ -8,6 +8,11 @@ orchestrator so that the presence step runs too. Prints p50/p95 in ms and p50 / 
 CPU time per call (process time over the timed calls, every thread: client, server and worker),
 which a loaded machine moves far less than wall time.
 
+A second floor, "same work": a bare MCPServer whose three tools make the same store calls as ours,
+in the same transactions on the same kind of file, without the pipeline (no policy, ownership
+check, presence, idempotency argument, answer shaping or MCP Apps extension): `ours / same work` is
+what the pipeline and the tools' checks add to the database work itself.
+
 Usage: uv run python benchmarks/calls.py [--calls 2000]
 Run it from another checkout (cd old && uv run python /path/to/benchmarks/calls.py) to compare.
 """
@@ -106,6 +111,69 @@ def ours(calls: int) -> dict[str, list[float]]:
         app.db.close()
 
 
+def same_work(calls: int) -> dict[str, list[float]]:
+    """The store calls of send_message, check_messages and checkout_task in a bare MCPServer."""
+    import anyio
+    from mcp import Client
+    from mcp.server.mcpserver import MCPServer
+
+    from vantage_peers.core.ids import now_ms
+    from vantage_peers.domains.messaging import store as messages
+    from vantage_peers.domains.tasks import lifecycle
+    from vantage_peers.pipeline.settings import Settings
+    from vantage_peers.server import create_app
+
+    path = Path(tempfile.mkdtemp()) / "same.db"
+    env = {"VP_DB_PATH": str(path), "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none", "VP_ORCHESTRATOR": "bench"}
+    app = create_app(Settings.from_env(env, dotenv=False))  # the schema, and the tools that make the data
+    db = app.db
+    floor = MCPServer(name="same-work")
+
+    @floor.tool()
+    def send_message(channel: str, content: str) -> dict[str, Any]:
+        return db.write(lambda c: messages.send_message(c, sender="bench", channel=channel, content=content))
+
+    @floor.tool()
+    def check_messages() -> list[dict[str, Any]]:
+        return db.read(lambda c: messages.check_messages(c, recipient="bench", limit=20))
+
+    @floor.tool()
+    def checkout_task(taskId: str) -> dict[str, Any]:
+        now = now_ms()
+        return db.write(lambda c: lifecycle.checkout_task(c, task_id=taskId, caller="bench", instance=None, now=now,
+                                                          ttl=1_800_000))
+
+    async def run() -> dict[str, list[float]]:
+        async with Client(app.mcp) as setup, Client(floor) as client:
+            for i in range(20):
+                await setup.call_tool("send_message", {"channel": "bench", "content": f"inbox {i}"})
+            out = {}
+            for tool, args in {"send_message": {"channel": "other", "content": "hello"},
+                               "check_messages": {}}.items():
+                await _timed(client, tool, args, 50)
+                CPU.pop(tool, None)
+                out[tool] = await _timed(client, tool, args, calls)
+            tasks = []
+            for i in range(calls + 50):
+                made = await setup.call_tool("create_task", {"title": f"task {i}", "priority": "medium",
+                                                             "assignedTo": "bench"})
+                tasks.append((made.structured_content or {}).get("taskId"))
+            times = []
+            for i, task in enumerate(tasks):
+                if i == 50:
+                    CPU.pop("checkout_task", None)
+                took = await _timed(client, "checkout_task", {"taskId": task}, 1)
+                if i >= 50:
+                    times += took
+            out["checkout_task"] = times
+            return out
+
+    try:
+        return anyio.run(run)
+    finally:
+        db.close()
+
+
 def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[int(q) - 1]
 
@@ -118,9 +186,19 @@ def main() -> None:
     base_p50, base_cpu = statistics.median(base), CPU["ping"] / calls
     print(f"{'tool':<16} {'p50 ms':>8} {'p95 ms':>8} {'× floor':>8} {'CPU ms':>8} {'× floor':>8}")
     print(f"{'SDK floor':<16} {base_p50:8.3f} {pct(base, 95):8.3f} {1.0:8.2f} {base_cpu:8.3f} {1.0:8.2f}")
-    for tool, values in ours(calls).items():
-        p50, cpu = statistics.median(values), CPU[tool] / len(values)
+    mine = ours(calls)
+    cpu_ours = {tool: CPU[tool] / len(values) for tool, values in mine.items()}
+    for tool, values in mine.items():
+        p50, cpu = statistics.median(values), cpu_ours[tool]
         print(f"{tool:<16} {p50:8.3f} {pct(values, 95):8.3f} {p50 / base_p50:8.2f} {cpu:8.3f} {cpu / base_cpu:8.2f}")
+    CPU.clear()
+    same = same_work(calls)
+    print(f"\n{'same work':<16} {'p50 ms':>8} {'p95 ms':>8} {'ours ×':>8} {'CPU ms':>8} {'ours ×':>8}"
+          "   (a bare MCPServer making the same store calls)")
+    for tool, values in same.items():
+        p50, cpu = statistics.median(values), CPU[tool] / len(values)
+        print(f"{tool:<16} {p50:8.3f} {pct(values, 95):8.3f} {statistics.median(mine[tool]) / p50:8.2f} {cpu:8.3f} "
+              f"{cpu_ours[tool] / cpu:8.2f}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 Cases, each a fresh process (issue #34):
 - floor: a minimal `MCPServer` with one tool — spawn → initialize → tools/list;
-- ours (`VP_TOOLSETS=all` and `core`): `vantage-peers` over stdio — spawn → initialize → tools/list;
+- ours (`VP_TOOLSETS=all` and `core`): `vantage-peers` over stdio — spawn → initialize → tools/list,
+  with the scheduler off and no embeddings; and `defaults`: the same with nothing set but the
+  database (scheduler on, local embeddings: what a client's one-line configuration starts);
 - status: `vantage-peers status` on an empty (migrated) database — spawn → exit.
 
 Rounds alternate the cases (the order rotates each round), so load on a shared machine hits them
@@ -107,6 +109,8 @@ def main() -> None:
         for toolsets in ("all", "core"):
             run_env = {**env, "VP_DB_PATH": str(serve), "VP_TOOLSETS": toolsets}
             cases[f"{label}start VP_TOOLSETS={toolsets}"] = lambda e=run_env: _stdio(e, tmp)
+        plain = {k: v for k, v in env.items() if k not in ("VP_SCHEDULER", "VP_EMBEDDINGS")}
+        cases[f"{label}start, defaults"] = lambda e={**plain, "VP_DB_PATH": str(serve)}: _stdio(e, tmp)
         cases[f"{label}status (empty db)"] = lambda e={**env, "VP_DB_PATH": str(status)}: _status(e, tmp)
     names = list(cases)
     for name in names:  # warm-up: creates and migrates the files, fills the page cache; not counted

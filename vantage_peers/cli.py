@@ -19,6 +19,11 @@ TTY_HINT = ("vantage-peers speaks MCP over stdio: it is started by an MCP client
             "or run `vantage-peers status` / `vantage-peers doctor`. Ctrl-C to quit.")
 
 
+# The stdio server's first scheduler tick waits this long (or a write's wake): it registers every
+# domain and runs every job, which would otherwise share the CPU with the client's handshake (#34).
+FIRST_TICK_DELAY_S = 2.0
+
+
 def _run_stdio() -> int:
     from .domains.leases.identity_file import publish
     from .pipeline.settings import Settings
@@ -36,7 +41,7 @@ def _run_stdio() -> int:
         from .pipeline.scheduler import Scheduler
 
         scheduler = Scheduler(app)
-        scheduler.start()
+        scheduler.start(delay=FIRST_TICK_DELAY_S)
     try:
         import anyio
 
@@ -48,10 +53,12 @@ def _run_stdio() -> int:
         heartbeat.stop()  # a clean stop: stoppedAt
         if scheduler is not None:
             scheduler.stop()
-            # #20: a short-lived process embeds what it wrote (bounded, ~2 s) before it exits.
-            from .domains.memory.exit_flush import embed_before_exit
+            # #20: a short-lived process embeds what it wrote (bounded, ~2 s) before it exits (a
+            # process whose domains never registered wrote nothing: deferred.py).
+            if app.deferred is None or not app.deferred.holds("memory"):
+                from .domains.memory.exit_flush import embed_before_exit
 
-            embed_before_exit(app)
+                embed_before_exit(app)
         app.db.close()
     return 0
 

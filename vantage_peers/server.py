@@ -13,7 +13,7 @@ from . import __version__
 from .core import sdk
 from .core.errors import VantageError
 from .db import open_database
-from .pipeline import deferred, idempotency, policy, toolsets
+from .pipeline import deferred, idempotency, policy, prebuilt, toolsets
 from .pipeline.app import App
 from .pipeline.settings import Settings
 
@@ -96,21 +96,22 @@ def register_domain(app: App, position: int, name: str) -> None:
 def create_app(settings: Settings | None = None, *, serve: bool = True, lazy: bool = False) -> App:
     """The registry with every domain registered and, unless `serve` is false (`status` reads only
     the registry: jobs, corpora), the MCP server composed on it. `lazy` (the stdio server) leaves the
-    domains of toolsets that are off for later (pipeline/deferred.py)."""
+    domains for later, listing their tools from the stored files (pipeline/deferred.py)."""
     settings = settings or Settings.from_env()
     db = open_database(settings)
     app = App(settings, db)
     toolsets.register(app)
     enabled = toolsets.initial_toolsets(app)
     names = domain_modules()
-    known = deferred.manifest() if lazy and enabled != set(toolsets.TOOLSETS) else {}
-    later = deferred.deferrable(names, enabled, known)
+    known = deferred.manifest() if lazy else {}
+    schemas = prebuilt.stored() if known else {}
+    later = deferred.deferrable(names, enabled, known, schemas)
     for position, name in enumerate(names, start=1):
         if name not in later:
             register_domain(app, position, name)
     if later:
         app.deferred = deferred.Deferred(app, [(p, n) for p, n in enumerate(names, start=1) if n in later],
-                                         register_domain, known)
+                                         register_domain, known, schemas)
     app.phase = (len(names) + 1, "")
     importlib.import_module("vantage_peers.prompts").register(app)  # the toolkit workflows as MCP prompts
     from .ui import register as register_ui  # ui:// resources and stream markers (not a tools domain)
@@ -126,6 +127,8 @@ def create_app(settings: Settings | None = None, *, serve: bool = True, lazy: bo
     sdk.wrap_read_resource(app.mcp, _resource_policy(settings))
     for hook in app.server_hooks:
         hook(app.mcp)
+    if app.deferred is not None:
+        deferred.stand_in_handlers(app, app.mcp)  # the capabilities a full registration announces
     return app
 
 

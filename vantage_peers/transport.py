@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, BinaryIO
 
@@ -158,9 +158,11 @@ def _read_line(stream: BinaryIO) -> bytes:
 
 
 @asynccontextmanager
-async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
+async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None,
+                          before: Callable[[types.JSONRPCMessage], Awaitable[None]] | None = None,
                           ) -> AsyncIterator[tuple[Any, Any]]:
-    """(read_stream, write_stream) for the SDK's server loop, over stdin/stdout bytes."""
+    """(read_stream, write_stream) for the SDK's server loop, over stdin/stdout bytes; `before` is
+    awaited with each message before the server sees it (in order: the next line waits)."""
     restore_in = restore_out = None
     try:
         if stdin is None:
@@ -190,6 +192,8 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None
                         if isinstance(message, types.JSONRPCRequest):
                             await window.admit(message.id)  # back-pressure: wait for replies to be written
                         if message is not None:
+                            if before is not None:
+                                await before(message)
                             await read_writer.send(SessionMessage(message))
                             cancelled = _cancelled_id(message)
                             if cancelled is not None:
@@ -226,8 +230,28 @@ def _write(stream: BinaryIO, text: str) -> None:
     stream.flush()
 
 
+# Requests a stdio server answers before its domains are registered (pipeline/deferred.py): the
+# handshake and the tool listing, which the stored files answer.
+NEEDS_NO_DOMAIN = frozenset({"initialize", "ping", "tools/list", "server/discover", "prompts/list", "logging/setLevel"})
+
+
+def _registering(app: Any) -> Callable[[types.JSONRPCMessage], Awaitable[None]] | None:
+    """Before any other request, the deferred domains of the enabled sets are registered (their
+    resources, subscriptions and hooks), off the event loop."""
+    if app is None or getattr(app, "deferred", None) is None:
+        return None
+
+    async def before(message: types.JSONRPCMessage) -> None:
+        if (isinstance(message, types.JSONRPCRequest) and message.method not in NEEDS_NO_DOMAIN
+                and app.deferred is not None and app.deferred.needs(app)):
+            await anyio.to_thread.run_sync(app.register_enabled)
+
+    return before
+
+
 async def serve_stdio(mcp: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
     """Run an MCPServer over our stdio transport (what `MCPServer.run("stdio")` does with the SDK's)."""
     server = lowlevel(mcp)
-    async with stdio_transport(stdin, stdout) as (read_stream, write_stream):
+    before = _registering(getattr(mcp, "vp_app", None))
+    async with stdio_transport(stdin, stdout, before) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

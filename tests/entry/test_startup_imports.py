@@ -63,8 +63,9 @@ def test_stdio_start_imports_no_http_or_scheduler_module_beyond_the_sdk(tmp_path
     offending = sorted(m for m in extra if m.split(".")[0] in HTTP_AND_SCHEDULER)
     assert not offending, f"imported on the stdio path (keep them lazy, where HTTP or the scheduler use them): {offending}"
     assert not any(m.startswith(("vantage_peers.http", "vantage_peers.dashboard")) for m in ours["modules"])
-    # every listed tool came from the prebuilt schemas, none was built at start
-    assert ours["prepared"] == {"listed": ours["tools"], "built": 0}
+    # every listed tool came from the stored files, none was built and no domain imported at start
+    assert ours["prepared"]["built"] == 0
+    assert not [m for m in ours["modules"] if m.startswith("vantage_peers.domains.") and m.endswith(".tools")]
     assert ours["tools"] > 100
     assert (REPO / "vantage_peers" / "pipeline" / "tool_schemas.json").exists()
 

@@ -54,6 +54,8 @@ def test_core_defers_the_other_domains_and_answers_as_a_full_registration(pair):
     with open_tools(lazy) as a, open_tools(eager) as b:
         assert a.listed == b.listed
         assert a.call("list_toolsets") == b.call("list_toolsets")
+        # the first call registered the core domains; the others wait, and later calls register nothing
+        assert "send_message" in lazy.registered and not lazy.deferred.needs(lazy)
         args = {"name": "b", "description": "d", "purpose": "p", "orchestratorId": "alice"}
         assert a.error("create_bu", **args) == b.error("create_bu", **args)
         assert "TOOLSET_DISABLED" in a.error("create_bu", **args)
@@ -83,27 +85,61 @@ def test_a_task_completing_runs_the_hooks_of_deferred_domains(pair):
     assert _registry(lazy) == _registry(eager)
 
 
-def test_all_toolsets_defer_nothing(tmp_path):
+@pytest.fixture
+def every(tmp_path):
+    """(lazy, eager) apps with every toolset on (the default) on two databases."""
+    apps = _app(tmp_path / "lazy.db", True, "all"), _app(tmp_path / "eager.db", False, "all")
+    yield apps
+    for app in apps:
+        app.db.close()
+
+
+def test_all_toolsets_defer_every_domain_and_list_it_as_a_full_registration(every):
+    lazy, eager = every
+    assert lazy.deferred is not None and not lazy.registered.keys() - {"list_toolsets", "enable_toolset"}
+    assert all(isinstance(t, deferred.DeferredTool) for t in lazy.tools if t.name not in lazy.registered)
+    with open_tools(lazy) as a, open_tools(eager) as b:
+        assert a.listed == b.listed and len(a.listed) == len(eager.tools)
+        assert lazy.deferred is not None  # listing registered nothing
+        made = a.call("store_memory", namespace="n", type="note", content="first call", createdBy="alice")
+        assert lazy.deferred is None and made
+        assert a.listed == b.listed
+        assert a.call("list_toolsets") == b.call("list_toolsets")
+    assert _registry(lazy) == _registry(eager)
+
+
+def test_the_first_call_of_a_tool_that_no_domain_owns_registers_the_enabled_domains(every):
+    lazy, eager = every
+    with open_tools(lazy) as a, open_tools(eager) as b:
+        assert a.call("list_toolsets") == b.call("list_toolsets")
+        assert lazy.deferred is None
+    assert _registry(lazy) == _registry(eager)
+
+
+def test_a_listing_without_stored_schemas_registers_first(tmp_path, monkeypatch):
+    """Another pydantic or SDK version than the stored files' (no schema): nothing is listed from them."""
+    from vantage_peers.pipeline import prebuilt
+
+    monkeypatch.setattr(prebuilt, "_stored", {})
     app = _app(tmp_path / "vp.db", True, "all")
     try:
-        assert app.deferred is None and not any(isinstance(t, deferred.DeferredTool) for t in app.tools)
+        assert app.deferred is None
     finally:
         app.db.close()
 
 
-def test_a_lazy_core_start_imports_no_deferred_domain(tmp_path):
+@pytest.mark.parametrize("sets", ["core", "all"])
+def test_a_lazy_start_imports_no_domain(tmp_path, sets):
     code = ("import sys; from vantage_peers.server import create_app; "
             "from vantage_peers.pipeline.settings import Settings; "
             "app = create_app(Settings.from_env(), lazy=True); "
             "print(sorted({m.split('.')[2] for m in sys.modules if m.startswith('vantage_peers.domains.') "
             "and m.endswith('.tools')}))")
     env = {**os.environ, "VP_DB_PATH": str(tmp_path / "vp.db"), "VP_SCHEDULER": "off", "VP_EMBEDDINGS": "none",
-           "VP_TOOLSETS": "core"}
+           "VP_TOOLSETS": sets}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    loaded = set(json.loads(out.stdout.strip().replace("'", '"')))
-    core = {d for d, ts in toolsets.DOMAIN_TOOLSETS.items() if ts == "core"}
-    assert loaded == core
+    assert json.loads(out.stdout.strip().replace("'", '"')) == []
 
 
 def test_a_placeholder_whose_set_came_on_registers_and_runs_the_real_tool(pair):
@@ -112,4 +148,31 @@ def test_a_placeholder_whose_set_came_on_registers_and_runs_the_real_tool(pair):
     with open_tools(lazy) as tools:
         made = tools.call("create_bu", name="b", description="d", purpose="p", orchestratorId="alice",
                           createdBy="alice")
-    assert made["name"] == "b" and lazy.deferred is None
+    assert made["name"] == "b" and "create_bu" in lazy.registered  # the enabled sets' domains, now registered
+
+
+def test_a_lazy_server_announces_a_full_registrations_capabilities_and_serves_subscriptions(every):
+    import warnings
+
+    import anyio
+    from mcp import Client
+
+    lazy, eager = every
+
+    async def capabilities(app, subscribe: bool):
+        async with Client(app.mcp, mode="legacy") as client:
+            if subscribe:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    await client.subscribe_resource("vp://inbox/bob")  # the stand-in registers, then subscribes
+                    assert "vp://inbox/bob" in app.mcp.vp_resource_notifier.legacy
+                    await client.unsubscribe_resource("vp://inbox/bob")
+            return client.server_capabilities
+
+    with open_tools(lazy) as a, open_tools(eager) as b:  # the 2026-07-28 era
+        assert a.client.server_capabilities == b.client.server_capabilities
+    assert lazy.deferred is not None
+    legacy = anyio.run(capabilities, lazy, True)
+    assert legacy == anyio.run(capabilities, eager, False) and legacy.resources.subscribe is True
+    assert lazy.deferred is None
+    assert "vp://inbox/bob" not in lazy.mcp.vp_resource_notifier.legacy

@@ -232,6 +232,12 @@ class App:
         if self.deferred is not None:
             self.deferred.load(self)
 
+    def register_enabled(self) -> None:
+        """Register the deferred domains that have a tool in an enabled set (deferred.py): before a
+        request that may need their hooks, jobs or resources."""
+        if self.deferred is not None:
+            self.deferred.load(self, enabled_only=True)
+
     def allow_concurrent(self, job: str) -> None:
         """Let every process run the every-tick job `job` on each tick without the lease (scheduler.py)."""
         self.concurrent_jobs.add(job)

@@ -24,6 +24,7 @@ import traceback
 from collections.abc import Callable
 from typing import Annotated, Any, get_args, get_origin
 
+import anyio
 import apsw
 import pydantic
 import pydantic_core
@@ -256,6 +257,8 @@ class PipelineTool(Tool):
                 check_enabled(app, self.name)
             except VantageError as exc:
                 raise refuse(self.name, str(exc)) from None
+            if app.deferred is not None and app.deferred.needs(app):  # a stdio server's first call (deferred.py)
+                await anyio.to_thread.run_sync(app.register_enabled)
         if isinstance(arguments, dict):
             found = argcheck.unknown_arguments(self.parameters, arguments)
             if found:

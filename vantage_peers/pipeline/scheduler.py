@@ -140,9 +140,12 @@ class Scheduler:
             self._wanted.add(job)
         self._wake.set()
 
-    def start(self) -> None:
+    def start(self, delay: float = 0.0) -> None:
+        """Tick now and every tick_seconds; the first tick after `delay` seconds at most (a write's
+        wake comes sooner), so that a starting server answers its client first."""
         self.app.scheduler = self
-        self._thread = threading.Thread(target=self._loop, name="vantage-peers-scheduler", daemon=True)
+        self._thread = threading.Thread(target=self._loop, args=(min(delay, self.app.settings.tick_seconds),),
+                                        name="vantage-peers-scheduler", daemon=True)
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -199,8 +202,10 @@ class Scheduler:
                                                (name,)))
         return row is None or row["schedule"] != schedule or row["nextRunAt"] <= now
 
-    def _loop(self) -> None:
+    def _loop(self, delay: float = 0.0) -> None:
         only: set[str] | None = None
+        if delay > 0:
+            self._wake.wait(delay)
         while not self._stop.is_set():
             try:
                 self.run_once(only, force=only is not None)

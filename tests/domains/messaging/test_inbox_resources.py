@@ -77,6 +77,14 @@ def test_inbox_resource_reads_and_legacy_subscription_notifies(tmp_path):
                     await anyio.sleep(0.05)
             tasks = json.loads((await client.read_resource("vp://tasks/bob")).contents[0].text)
             assert tasks["tasks"][0]["id"] == "task_r"
+            # Unsubscribed (a later request: the SDK gives it another ServerSession): no more updates.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                await client.unsubscribe_resource("vp://inbox/bob")
+            heard = len(updated)
+            send(db, "bob", "after unsubscribing")
+            await anyio.sleep(1.5)
+            assert "vp://inbox/bob" not in updated[heard:]
 
     anyio.run(main)
     db.close()

@@ -65,7 +65,9 @@ class Notifier:
 
     def __init__(self, app: App, mcp: MCPServer) -> None:
         self.app, self.mcp = app, mcp
-        self.legacy: dict[str, dict[Any, Any]] = {}  # uri -> {session: event-loop token}
+        # uri -> {connection: (session, event-loop token)}: keyed by the client's connection, since the
+        # SDK makes a new ServerSession for every request (an unsubscribe's is not its subscribe's).
+        self.legacy: dict[str, dict[Any, tuple[Any, Any]]] = {}
         self.listening: dict[str, dict[Any, int]] = {}  # uri -> {event-loop token: open listen streams}
         self.last: dict[str, str] = {}
         self.lock = threading.Lock()
@@ -89,7 +91,7 @@ class Notifier:
                 counts = self.listening.setdefault(uri, {})
                 counts[token] = counts.get(token, 0) + 1
             else:
-                self.legacy.setdefault(uri, {})[session] = token
+                self.legacy.setdefault(uri, {})[_connection(session)] = (session, token)
         self._ensure_thread()
 
     def remove(self, uri: str, session: Any | None, token: Any = None) -> None:
@@ -101,7 +103,7 @@ class Notifier:
                     if counts[token] <= 0:
                         del counts[token]
             else:
-                self.legacy.get(uri, {}).pop(session, None)
+                self.legacy.get(uri, {}).pop(_connection(session), None)
             for table in (self.legacy, self.listening):
                 if uri in table and not table[uri]:
                     del table[uri]
@@ -133,7 +135,7 @@ class Notifier:
                         if self.last.get(uri) == fp:
                             continue
                         self.last[uri] = fp
-                        sessions = list(self.legacy.get(uri, {}).items())
+                        sessions = list(self.legacy.get(uri, {}).values())
                         tokens = list(self.listening.get(uri, {}))
                     self._notify(uri, sessions, tokens)
 
@@ -149,6 +151,11 @@ class Notifier:
             except Exception:  # noqa: BLE001 - that event loop has ended
                 with self.lock:
                     self.listening.get(uri, {}).pop(token, None)
+
+
+def _connection(session: Any) -> Any:
+    """The client connection a request's ServerSession speaks for (the session itself if it has none)."""
+    return getattr(session, "_connection", None) or session
 
 
 def register(app: App) -> None:
