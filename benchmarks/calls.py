@@ -13,7 +13,9 @@ in the same transactions on the same kind of file, without the pipeline (no poli
 check, presence, idempotency argument, answer shaping or MCP Apps extension): `ours / same work` is
 what the pipeline and the tools' checks add to the database work itself.
 
-Usage: uv run python benchmarks/calls.py [--calls 2000]
+Each case (floor, ours, same work) runs in a fresh process, in an order that rotates each round.
+
+Usage: uv run python benchmarks/calls.py [--calls 2000] [--rounds 3]
 Run it from another checkout (cd old && uv run python /path/to/benchmarks/calls.py) to compare.
 """
 
@@ -39,6 +41,13 @@ async def _timed(client: Any, tool: str, args: dict[str, Any], calls: int) -> li
         assert not result.is_error, result.content
     CPU[tool] = CPU.get(tool, 0.0) + (time.process_time() - cpu) * 1000
     return out
+
+
+def _task_id(made: Any) -> str:
+    """The id a create_task answer carries."""
+    assert not made.is_error, made.content
+    data = made.structured_content or {}
+    return data.get("taskId") or data.get("result") or made.content[0].text.strip('"')
 
 
 def floor(calls: int) -> list[float]:
@@ -92,9 +101,7 @@ def ours(calls: int) -> dict[str, list[float]]:
             for i in range(calls + 50):
                 made = await client.call_tool("create_task", {"title": f"task {i}", "priority": "medium",
                                                               "assignedTo": "bench"})
-                assert not made.is_error, made.content
-                data = made.structured_content or {}
-                tasks.append(data.get("taskId") or data.get("result") or made.content[0].text.strip('"'))
+                tasks.append(_task_id(made))
             times = []
             for i, task in enumerate(tasks):
                 if i == 50:
@@ -157,7 +164,7 @@ def same_work(calls: int) -> dict[str, list[float]]:
             for i in range(calls + 50):
                 made = await setup.call_tool("create_task", {"title": f"task {i}", "priority": "medium",
                                                              "assignedTo": "bench"})
-                tasks.append((made.structured_content or {}).get("taskId"))
+                tasks.append(_task_id(made))
             times = []
             for i, task in enumerate(tasks):
                 if i == 50:
@@ -178,27 +185,62 @@ def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[int(q) - 1]
 
 
+CASES = {"floor": lambda n: {"ping": floor(n)}, "ours": lambda n: ours(n), "same": lambda n: same_work(n)}
+
+
+def one_case(case: str, calls: int) -> dict[str, dict[str, float]]:
+    """One case in this process: per tool, p50 and p95 ms and CPU ms per call."""
+    CPU.clear()
+    out = CASES[case](calls)
+    return {tool: {"p50": statistics.median(v), "p95": pct(v, 95), "cpu": CPU[tool] / len(v)} for tool, v in out.items()}
+
+
 def main() -> None:
+    import json
+    import subprocess
+    import sys
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
-    calls = parser.parse_args().calls
-    base = floor(calls)
-    base_p50, base_cpu = statistics.median(base), CPU["ping"] / calls
-    print(f"{'tool':<16} {'p50 ms':>8} {'p95 ms':>8} {'× floor':>8} {'CPU ms':>8} {'× floor':>8}")
-    print(f"{'SDK floor':<16} {base_p50:8.3f} {pct(base, 95):8.3f} {1.0:8.2f} {base_cpu:8.3f} {1.0:8.2f}")
-    mine = ours(calls)
-    cpu_ours = {tool: CPU[tool] / len(values) for tool, values in mine.items()}
-    for tool, values in mine.items():
-        p50, cpu = statistics.median(values), cpu_ours[tool]
-        print(f"{tool:<16} {p50:8.3f} {pct(values, 95):8.3f} {p50 / base_p50:8.2f} {cpu:8.3f} {cpu / base_cpu:8.2f}")
-    CPU.clear()
-    same = same_work(calls)
-    print(f"\n{'same work':<16} {'p50 ms':>8} {'p95 ms':>8} {'ours ×':>8} {'CPU ms':>8} {'ours ×':>8}"
-          "   (a bare MCPServer making the same store calls)")
-    for tool, values in same.items():
-        p50, cpu = statistics.median(values), CPU[tool] / len(values)
-        print(f"{tool:<16} {p50:8.3f} {pct(values, 95):8.3f} {statistics.median(mine[tool]) / p50:8.2f} {cpu:8.3f} "
-              f"{cpu_ours[tool] / cpu:8.2f}")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--case", choices=sorted(CASES), help="run one case in this process, print JSON")
+    args = parser.parse_args()
+    if args.case:
+        print(json.dumps(one_case(args.case, args.calls)))
+        return
+    # Each case in a fresh process, the order rotating each round: in one process the later case paid
+    # for the objects the earlier left (send_message measured 0.73x or 1.19x the same work by order).
+    names, rounds = list(CASES), []
+    for r in range(args.rounds):
+        got = {}
+        for case in names[r % 3:] + names[:r % 3]:
+            proc = subprocess.run([sys.executable, __file__, "--case", case, "--calls", str(args.calls)],
+                                  check=True, capture_output=True, text=True)
+            got[case] = json.loads(proc.stdout.strip().splitlines()[-1])
+        rounds.append(got)
+        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+
+    def med(case: str, tool: str, key: str) -> float:
+        return statistics.median(g[case][tool][key] for g in rounds)
+
+    def ratio(case: str, tool: str, key: str, base: str, base_tool: str) -> float:
+        return statistics.median(g[case][tool][key] / g[base][base_tool][key] for g in rounds)
+
+    print(f"{args.rounds} rounds of {args.calls} calls, each case in its own process; medians, ratios per round")
+    print(f"{'tool':<16} {'p50 ms':>8} {'p95 ms':>8} {'× floor':>8} {'CPU ms':>8} {'× floor':>8} "
+          f"{'× same p50':>11} {'× same CPU':>11}")
+    print(f"{'SDK floor':<16} {med('floor', 'ping', 'p50'):8.3f} {med('floor', 'ping', 'p95'):8.3f} {1.0:8.2f} "
+          f"{med('floor', 'ping', 'cpu'):8.3f} {1.0:8.2f}")
+    for tool in rounds[0]["ours"]:
+        same = (f"{ratio('ours', tool, 'p50', 'same', tool):11.2f} {ratio('ours', tool, 'cpu', 'same', tool):11.2f}"
+                if tool in rounds[0]["same"] else "")
+        print(f"{tool:<16} {med('ours', tool, 'p50'):8.3f} {med('ours', tool, 'p95'):8.3f} "
+              f"{ratio('ours', tool, 'p50', 'floor', 'ping'):8.2f} {med('ours', tool, 'cpu'):8.3f} "
+              f"{ratio('ours', tool, 'cpu', 'floor', 'ping'):8.2f} {same}")
+    for tool in rounds[0]["same"]:
+        print(f"{'same: ' + tool:<16} {med('same', tool, 'p50'):8.3f} {med('same', tool, 'p95'):8.3f} "
+              f"{ratio('same', tool, 'p50', 'floor', 'ping'):8.2f} {med('same', tool, 'cpu'):8.3f} "
+              f"{ratio('same', tool, 'cpu', 'floor', 'ping'):8.2f}")
 
 
 if __name__ == "__main__":
