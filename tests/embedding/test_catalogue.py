@@ -149,11 +149,38 @@ def test_offline_mode_with_nothing_cached_is_unavailable_without_a_request(hub, 
     assert hub.requests == []
 
 
-@pytest.mark.slow  # the hub library retries a refused connection with back-off (≈20 s) before giving up
-def test_an_unreachable_hub_is_a_coded_error(tmp_path):
+def test_an_unreachable_hub_is_a_coded_error_at_once(tmp_path, monkeypatch):
+    """A refused connection is told before the hub library's retries (≈20 s of back-off) start."""
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    import huggingface_hub
+
+    def never(*args, **kwargs):
+        raise AssertionError("the library was asked to download from a hub that refuses connections")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", never)
     with pytest.raises(ModelFileError) as info:
         catalogue.fetch(entry(), endpoint="http://127.0.0.1:9", cache=tmp_path, timeout=5)
     assert info.value.code == "MODEL_UNAVAILABLE" and "could not reach http://127.0.0.1:9" in str(info.value)
+    assert "ConnectionRefusedError" in str(info.value)
+
+
+def test_a_hub_that_goes_away_after_the_check_is_a_coded_error(tmp_path, monkeypatch):
+    """The library's own retries (≈20 s of back-off, not waited here) end in the same coded error."""
+    import types
+
+    from huggingface_hub.utils import _http
+
+    from vantage_peers.embedding import hub_files
+
+    monkeypatch.setattr(hub_files, "_unreachable", lambda endpoint, timeout: None)
+    slept: list[float] = []
+    monkeypatch.setattr(_http, "time", types.SimpleNamespace(**{k: getattr(_http.time, k) for k in dir(_http.time)
+                                                              if not k.startswith("_")} | {"sleep": slept.append}))
+    with pytest.raises(ModelFileError) as info:
+        catalogue.fetch(entry(), endpoint="http://127.0.0.1:9", cache=tmp_path, timeout=5)
+    assert info.value.code == "MODEL_UNAVAILABLE" and "could not reach http://127.0.0.1:9" in str(info.value)
+    assert slept  # it did retry
 
 
 @pytest.mark.slow

@@ -55,6 +55,9 @@ def download(repo: str, revision: str, rel: str, cache_dir: Path, *, endpoint: s
     where = f"{rel} of {repo} at revision {revision}"
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         raise HubError(f"{where} is not in the cache and HF_HUB_OFFLINE is set")
+    refused = _unreachable(endpoint, timeout)
+    if refused:
+        raise HubError(f"could not reach {endpoint} for {where}, and it is not in the cache ({refused})")
     hub = _hub()
     from huggingface_hub import errors
 
@@ -77,6 +80,27 @@ def download(repo: str, revision: str, rel: str, cache_dir: Path, *, endpoint: s
     except Exception as exc:  # noqa: BLE001 - any other failure of the transfer or of the cache: the file is unavailable
         raise HubError(f"could not fetch {where} from {endpoint} ({type(exc).__name__}: {exc})") from None
     return Path(path)
+
+
+def _unreachable(endpoint: str, timeout: float) -> str | None:
+    """Why a TCP connection to the endpoint cannot be opened now (None: it opens, or a proxy stands
+    between): huggingface_hub retries a refused connection with back-off for ~20 s before it gives up."""
+    import socket
+    import urllib.parse
+    import urllib.request
+
+    url = urllib.parse.urlsplit(endpoint)
+    host = url.hostname
+    if not host or (urllib.request.getproxies() and not urllib.request.proxy_bypass(host)):
+        return None
+    try:
+        port = url.port or (443 if url.scheme == "https" else 80)
+        with socket.create_connection((host, port), timeout=min(timeout, 5.0)):
+            return None
+    except ValueError:  # a malformed port: left to the library's own error
+        return None
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc}"
 
 
 def snapshot_of(path: Path, rel: str) -> Path:
