@@ -50,6 +50,31 @@ def _task_id(made: Any) -> str:
     return data.get("taskId") or data.get("result") or made.content[0].text.strip('"')
 
 
+async def _measure(setup: Any, client: Any, calls: int, extra: dict[str, dict[str, Any]] | None = None
+                   ) -> dict[str, list[float]]:
+    """send_message, check_messages (and `extra`) `calls` times each after 50 untimed, then
+    checkout_task of a fresh open task (made by `setup`, untimed) each call."""
+    out = {}
+    for tool, args in {"send_message": {"channel": "other", "content": "hello"}, "check_messages": {},
+                       **(extra or {})}.items():
+        await _timed(client, tool, args, 50)
+        CPU.pop(tool, None)
+        out[tool] = await _timed(client, tool, args, calls)
+    tasks = []
+    for i in range(calls + 50):
+        made = await setup.call_tool("create_task", {"title": f"task {i}", "priority": "medium", "assignedTo": "bench"})
+        tasks.append(_task_id(made))
+    times = []
+    for i, task in enumerate(tasks):
+        if i == 50:
+            CPU.pop("checkout_task", None)
+        took = await _timed(client, "checkout_task", {"taskId": task}, 1)
+        if i >= 50:
+            times += took
+    out["checkout_task"] = times
+    return out
+
+
 def floor(calls: int) -> list[float]:
     import anyio
     from mcp import Client
@@ -88,29 +113,7 @@ def ours(calls: int) -> dict[str, list[float]]:
             for i in range(1000):
                 await client.call_tool("store_memory", {"namespace": "bench", "type": "note",
                                                         "content": f"memory {i} about topic {i % 37}"})
-            cases = {"send_message": {"channel": "other", "content": "hello"},
-                     "check_messages": {},
-                     "recall": {"query": "topic 12", "namespace": "bench"}}
-            out = {}
-            for tool, args in cases.items():
-                await _timed(client, tool, args, 50)
-                CPU.pop(tool, None)
-                out[tool] = await _timed(client, tool, args, calls)
-            # checkout_task claims one open task per call: a fresh task each time (created untimed)
-            tasks = []
-            for i in range(calls + 50):
-                made = await client.call_tool("create_task", {"title": f"task {i}", "priority": "medium",
-                                                              "assignedTo": "bench"})
-                tasks.append(_task_id(made))
-            times = []
-            for i, task in enumerate(tasks):
-                if i == 50:
-                    CPU.pop("checkout_task", None)
-                took = await _timed(client, "checkout_task", {"taskId": task}, 1)
-                if i >= 50:
-                    times += took
-            out["checkout_task"] = times
-            return out
+            return await _measure(client, client, calls, {"recall": {"query": "topic 12", "namespace": "bench"}})
 
     try:
         return anyio.run(run)
@@ -154,26 +157,7 @@ def same_work(calls: int) -> dict[str, list[float]]:
         async with Client(app.mcp) as setup, Client(floor) as client:
             for i in range(20):
                 await setup.call_tool("send_message", {"channel": "bench", "content": f"inbox {i}"})
-            out = {}
-            for tool, args in {"send_message": {"channel": "other", "content": "hello"},
-                               "check_messages": {}}.items():
-                await _timed(client, tool, args, 50)
-                CPU.pop(tool, None)
-                out[tool] = await _timed(client, tool, args, calls)
-            tasks = []
-            for i in range(calls + 50):
-                made = await setup.call_tool("create_task", {"title": f"task {i}", "priority": "medium",
-                                                             "assignedTo": "bench"})
-                tasks.append(_task_id(made))
-            times = []
-            for i, task in enumerate(tasks):
-                if i == 50:
-                    CPU.pop("checkout_task", None)
-                took = await _timed(client, "checkout_task", {"taskId": task}, 1)
-                if i >= 50:
-                    times += took
-            out["checkout_task"] = times
-            return out
+            return await _measure(setup, client, calls)
 
     try:
         return anyio.run(run)
