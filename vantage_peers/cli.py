@@ -55,7 +55,8 @@ def _run_stdio() -> int:
             scheduler.stop()
             # #20: a short-lived process embeds what it wrote (bounded, ~2 s) before it exits (a
             # process whose domains never registered wrote nothing: deferred.py).
-            if app.deferred is None or not app.deferred.holds("memory"):
+            later = app.deferred
+            if later is None or not later.holds("memory"):
                 from .domains.memory.exit_flush import embed_before_exit
 
                 embed_before_exit(app)

@@ -47,11 +47,20 @@ class VantageServer(MCPServer):
         # From the app's tools (the ones this server was made with, in order), so that a tool of a
         # set that is off is not prepared at all (calls.PipelineTool: schemas are filled on first use).
         app = self.vp_app
-        if app.deferred is not None and app.deferred.wanted(app):
+        later = app.deferred  # read once: another thread may finish the registration meanwhile
+        if later is not None and later.wanted(app):
             import anyio
 
             await anyio.to_thread.run_sync(app.complete_registration)
-        return [_lean_listing(t.listing()) for t in app.tools if toolsets.is_enabled(app, t.name)]
+        # A copy, each name once: while deferred domains register in another thread (the scheduler's
+        # first tick), a real tool is appended beside its placeholder, which lists the same.
+        seen: set[str] = set()
+        listed = []
+        for tool in list(app.tools):
+            if tool.name not in seen and toolsets.is_enabled(app, tool.name):
+                seen.add(tool.name)
+                listed.append(_lean_listing(tool.listing()))
+        return listed
 
 
 def _resource_policy(settings: Settings) -> Any:

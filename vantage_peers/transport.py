@@ -242,8 +242,9 @@ def _registering(app: Any) -> Callable[[types.JSONRPCMessage], Awaitable[None]] 
         return None
 
     async def before(message: types.JSONRPCMessage) -> None:
+        later = app.deferred  # read once: the scheduler's thread may finish the registration meanwhile
         if (isinstance(message, types.JSONRPCRequest) and message.method not in NEEDS_NO_DOMAIN
-                and app.deferred is not None and app.deferred.needs(app)):
+                and later is not None and later.needs(app)):
             await anyio.to_thread.run_sync(app.register_enabled)
 
     return before

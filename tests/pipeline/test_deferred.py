@@ -176,3 +176,20 @@ def test_a_lazy_server_announces_a_full_registrations_capabilities_and_serves_su
     assert legacy == anyio.run(capabilities, eager, False) and legacy.resources.subscribe is True
     assert lazy.deferred is None
     assert "vp://inbox/bob" not in lazy.mcp.vp_resource_notifier.legacy
+
+
+def test_listings_while_another_thread_registers_show_each_tool_once_in_order(every):
+    import threading
+
+    lazy, eager = every
+    with open_tools(lazy) as a, open_tools(eager) as b:
+        expected = list(b.listed)
+        worker = threading.Thread(target=lazy.complete_registration)  # as the scheduler's first tick does
+        worker.start()
+        seen = []
+        while worker.is_alive() or not seen:
+            seen.append([t.name for t in a.portal.call(a.client.list_tools).tools])
+        worker.join()
+        seen.append([t.name for t in a.portal.call(a.client.list_tools).tools])
+    assert lazy.deferred is None
+    assert all(names == expected for names in seen), [n for n in seen if n != expected][:1]

@@ -229,14 +229,16 @@ class App:
 
     def complete_registration(self) -> None:
         """Register the domains left out at start (deferred.py); a no-op once every domain is in."""
-        if self.deferred is not None:
-            self.deferred.load(self)
+        later = self.deferred
+        if later is not None:
+            later.load(self)
 
     def register_enabled(self) -> None:
         """Register the deferred domains that have a tool in an enabled set (deferred.py): before a
         request that may need their hooks, jobs or resources."""
-        if self.deferred is not None:
-            self.deferred.load(self, enabled_only=True)
+        later = self.deferred  # read once: another thread may finish the registration meanwhile
+        if later is not None:
+            later.load(self, enabled_only=True)
 
     def allow_concurrent(self, job: str) -> None:
         """Let every process run the every-tick job `job` on each tick without the lease (scheduler.py)."""

@@ -257,7 +257,8 @@ class PipelineTool(Tool):
                 check_enabled(app, self.name)
             except VantageError as exc:
                 raise refuse(self.name, str(exc)) from None
-            if app.deferred is not None and app.deferred.needs(app):  # a stdio server's first call (deferred.py)
+            later = app.deferred  # read once: another thread may finish the registration meanwhile
+            if later is not None and later.needs(app):  # a stdio server's first call (deferred.py)
                 await anyio.to_thread.run_sync(app.register_enabled)
         if isinstance(arguments, dict):
             found = argcheck.unknown_arguments(self.parameters, arguments)
