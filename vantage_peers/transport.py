@@ -241,11 +241,11 @@ def _registering(app: Any) -> Callable[[types.JSONRPCMessage], Awaitable[None]] 
     if app is None or getattr(app, "deferred", None) is None:
         return None
 
+    from .pipeline.deferred import register_enabled
+
     async def before(message: types.JSONRPCMessage) -> None:
-        later = app.deferred  # read once: the scheduler's thread may finish the registration meanwhile
-        if (isinstance(message, types.JSONRPCRequest) and message.method not in NEEDS_NO_DOMAIN
-                and later is not None and later.needs(app)):
-            await anyio.to_thread.run_sync(app.register_enabled)
+        if isinstance(message, types.JSONRPCRequest) and message.method not in NEEDS_NO_DOMAIN:
+            await register_enabled(app)
 
     return before
 

@@ -24,7 +24,6 @@ import traceback
 from collections.abc import Callable
 from typing import Annotated, Any, get_args, get_origin
 
-import anyio
 import apsw
 import pydantic
 import pydantic_core
@@ -40,7 +39,7 @@ from ..core.rbac import Actor
 from ..db import BUSY_ERRORS
 from ..db.faults import storage_error
 from . import arguments as argcheck
-from . import idempotency, policy, prebuilt
+from . import deferred, idempotency, policy, prebuilt
 from .host import Host as App  # the App as the pipeline sees it (app.py builds on this module)
 from .toolsets import check_enabled
 
@@ -257,9 +256,7 @@ class PipelineTool(Tool):
                 check_enabled(app, self.name)
             except VantageError as exc:
                 raise refuse(self.name, str(exc)) from None
-            later = app.deferred  # read once: another thread may finish the registration meanwhile
-            if later is not None and later.needs(app):  # a stdio server's first call (deferred.py)
-                await anyio.to_thread.run_sync(app.register_enabled)
+            await deferred.register_enabled(app)  # a stdio server's first call: its domains' hooks
         if isinstance(arguments, dict):
             found = argcheck.unknown_arguments(self.parameters, arguments)
             if found:

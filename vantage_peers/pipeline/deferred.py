@@ -86,7 +86,7 @@ def deferrable(domains: list[str], enabled: set[str], known: dict[str, list[Entr
 
 
 def _listable(entry: Entry, schemas: dict[str, Any]) -> bool:
-    return len(entry) == 4 and entry[0] in schemas
+    return entry[0] in schemas
 
 
 class DeferredTool(Tool):
@@ -107,11 +107,19 @@ class DeferredTool(Tool):
             check_enabled(app, self.name)
         except VantageError as exc:
             raise refuse(self.name, str(exc)) from None
-        import anyio
-
-        await anyio.to_thread.run_sync(app.register_enabled)  # its domain, and those of the other enabled sets
+        await register_enabled(app)  # its domain, and those of the other enabled sets
         real = sdk.tool_manager(app.mcp).get_tool(self.name)  # type: ignore[attr-defined]
         return await real.run(arguments, context, convert_result)
+
+
+async def register_enabled(app: Any) -> None:
+    """The deferred domains with a tool in an enabled set registered, off the event loop: before a
+    request that may need their hooks, jobs or resources (a check of a few sets once none is left)."""
+    later = app.deferred  # read once: another thread (the scheduler's tick) may finish meanwhile
+    if later is not None and later.needs(app):
+        import anyio
+
+        await anyio.to_thread.run_sync(app.register_enabled)
 
 
 def _placeholder(app: App, entry: Entry, schemas: dict[str, Any]) -> DeferredTool:
@@ -120,8 +128,8 @@ def _placeholder(app: App, entry: Entry, schemas: dict[str, Any]) -> DeferredToo
 
     fn.vp_app = app  # type: ignore[attr-defined]
     fn.vp_schemas = schemas.get(entry[0]) if _listable(entry, schemas) else None  # type: ignore[attr-defined]
-    description, hints = (entry[2], entry[3]) if len(entry) == 4 else ("", None)
-    return DeferredTool.model_construct(fn=fn, name=entry[0], description=description, parameters={"type": "object"},
+    name, _, description, hints = entry
+    return DeferredTool.model_construct(fn=fn, name=name, description=description, parameters={"type": "object"},
                                         annotations=ToolAnnotations.model_validate(hints) if hints else None)
 
 
@@ -194,17 +202,14 @@ class Deferred:
 # so that a lazy server announces the same capabilities. The first such request registers the
 # domains of the enabled sets and is handled by the real handler (over stdio the transport has
 # registered them already).
-STAND_INS = ("resources/subscribe", "resources/unsubscribe")
-
-
 def stand_in_handlers(app: Any, mcp: Any) -> None:
     import anyio
     import mcp_types as types
     from mcp.shared.exceptions import MCPError
 
-    params_types = {"resources/subscribe": types.SubscribeRequestParams,
-                    "resources/unsubscribe": types.UnsubscribeRequestParams}
-    for method in STAND_INS:
+    stand_ins = {"resources/subscribe": types.SubscribeRequestParams,
+                 "resources/unsubscribe": types.UnsubscribeRequestParams}
+    for method, params_type in stand_ins.items():
         if sdk.request_handler(mcp, method) is not None:
             continue
 
@@ -216,4 +221,4 @@ def stand_in_handlers(app: Any, mcp: Any) -> None:
                     return await entry.handler(ctx, params)
             raise MCPError(code=types.METHOD_NOT_FOUND, message=f"{method} is not served")
 
-        sdk.add_request_handler(mcp, method, params_types[method], handler)
+        sdk.add_request_handler(mcp, method, params_type, handler)
