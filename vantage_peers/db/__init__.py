@@ -1,12 +1,12 @@
 """Storage: connections, transactions and migrations — the SQLite file, or PostgreSQL (postgres.py)."""
 
-from .busy import BUSY_ERRORS, CallScope, adopted, current_scope
+from .busy import BUSY_ERRORS, CallScope, WouldWait, adopted, current_scope
 from .connection import Connection, Database, Row, dumps, loads
 from .dialect import is_postgres_url
 from .migrate import current_version, latest_version, migrate
 from .protocol import ConnectionAPI, DatabaseAPI
 
-__all__ = ["BUSY_ERRORS", "CallScope", "adopted", "Connection", "ConnectionAPI", "Database", "DatabaseAPI", "Row", "current_scope", "dumps", "loads",
+__all__ = ["BUSY_ERRORS", "CallScope", "WouldWait", "adopted", "Connection", "ConnectionAPI", "Database", "DatabaseAPI", "Row", "current_scope", "dumps", "loads",
            "migrate", "current_version", "latest_version", "connect", "open_database", "open_target", "table_names"]
 
 

@@ -5,6 +5,10 @@ Every `BEGIN`, `COMMIT`, first SELECT and PRAGMA that meets `SQLITE_BUSY` is ret
 backoff, and SQLite's own busy handler is given only what is left of the budget, so a call waits at
 most `VP_BUSY_TIMEOUT_MS` in total before the agent reads `BUSY: … retry`.
 The scope also carries the search time budget (see search/budget.py) and whether it was hit.
+
+A quick call runs on the event loop (`inline`): there it must not wait for a lock, so a busy
+database raises `WouldWait` until the call has committed a write, and the pipeline runs the call
+again on a worker thread, where waiting blocks nobody.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ class CallScope:
         self.deadline = self.started + self.busy_budget_ms / 1000
         self.search_deadline: float | None = None
         self.truncated = False  # a search stopped at its time budget: the reply says truncated
+        self.committed = False  # a write of this call committed: an inline call can no longer start over
 
     def remaining_ms(self) -> int:
         return max(0, int((self.deadline - time.monotonic()) * 1000))
@@ -42,6 +47,34 @@ class CallScope:
     def busy_error(self) -> Busy:
         return Busy(f"the database stayed locked by another process for {self.busy_budget_ms} ms "
                     "(VP_BUSY_TIMEOUT_MS); retry shortly")
+
+
+class WouldWait(BaseException):
+    """An inline call met a locked database before it committed anything: run it on a worker thread.
+    A BaseException, so that no body's or hook's `except Exception` takes it for a failure."""
+
+
+@contextlib.contextmanager
+def inline() -> Iterator[None]:
+    """This thread (the event loop) runs one call that must not wait for a lock (see the module doc)."""
+    _local.inline = True
+    try:
+        yield
+    finally:
+        _local.inline = False
+
+
+def off_loop() -> None:
+    """Before work that may block (a subprocess, a model): an inline call that has committed nothing
+    moves to a worker thread (WouldWait); anywhere else this does nothing."""
+    scope = current_scope()
+    if getattr(_local, "inline", False) and not (scope is not None and scope.committed):
+        raise WouldWait
+
+
+def _no_wait(scope: CallScope) -> bool:
+    """On the event loop and nothing committed yet: a lock wait would stall every other request."""
+    return getattr(_local, "inline", False) and not scope.committed
 
 
 def current_scope() -> CallScope | None:
@@ -80,12 +113,15 @@ def retry(fn: Callable[[], T], scope: CallScope, conn: Any = None,
     delay = 0.002
     while True:
         left = scope.remaining_ms()
+        no_wait = _no_wait(scope)
         if conn is not None:
-            # SQLite's busy handler waits inside the statement: give it only what is left.
-            conn.raw.set_busy_timeout(max(1, min(left, conn.busy_timeout_ms)))
+            # SQLite's busy handler waits inside the statement: give it only what is left (none inline).
+            conn.raw.set_busy_timeout(0 if no_wait else max(1, min(left, conn.busy_timeout_ms)))
         try:
             return fn()
         except errors:
+            if no_wait:
+                raise WouldWait from None
             left = scope.remaining_ms()
             if left <= 0:
                 raise scope.busy_error() from None

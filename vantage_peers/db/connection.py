@@ -69,6 +69,7 @@ class Connection(RawStatements):
     """A thin wrapper over one apsw connection with dict rows (db/postgres.py has the same methods)."""
 
     backend = "sqlite"
+    runs_inline = True  # a quick call may run on the event loop (busy.inline): a local file, no lock wait
 
     def __init__(self, path: Path | str, *, journal_mode: str = "wal", busy_timeout_ms: int = 5_000,
                  create: bool = True, generation: int = 0) -> None:
@@ -177,6 +178,7 @@ class Database:
     """Per-thread connections to one SQLite file, closed when their thread ends."""
 
     backend = "sqlite"
+    runs_inline = True  # a quick call may run on the event loop (busy.inline): a local file, no lock wait
 
     def __init__(self, path: Path | str, *, journal_mode: str = "wal", busy_timeout_ms: int = 5_000,
                  search_budget_ms: int = 2_000) -> None:
@@ -339,6 +341,10 @@ class Database:
             raise DbFileGone(f"the database file {self.path} changed while this write ran; it may not have been "
                              "saved — call again (and restart the server if DB_FILE_GONE persists)")
 
+    def inline(self) -> contextlib.AbstractContextManager[None]:
+        """A quick call on the event loop: a locked file raises busy.WouldWait instead of waiting."""
+        return busy.inline()
+
     @contextlib.contextmanager
     def call_scope(self, busy_ms: int | None = None) -> Iterator[CallScope]:
         """One tool call: a single busy-wait budget (and search time budget) for all its transactions."""
@@ -380,6 +386,7 @@ class Database:
                     return fn(c)
 
             result = busy.retry(attempt, scope, conn)
+            scope.committed = True
         self._after_commit()
         return result
 

@@ -216,6 +216,7 @@ class PgDatabase:
     """The PostgreSQL counterpart of `connection.Database`: same write/read/call_scope/close."""
 
     backend = "postgres"
+    runs_inline = False  # every statement is a round trip and may wait on a row lock: never on the event loop
 
     def __init__(self, url: str, *, busy_timeout_ms: int = 5_000, search_budget_ms: int = 2_000,
                  pool_size: int = 10) -> None:
@@ -264,6 +265,9 @@ class PgDatabase:
                 yield conn
             finally:
                 self._local.conn = None
+
+    def inline(self) -> contextlib.AbstractContextManager[None]:
+        raise RuntimeError("PostgreSQL calls run on worker threads (runs_inline is False)")
 
     @contextlib.contextmanager
     def call_scope(self, busy_ms: int | None = None) -> Iterator[CallScope]:

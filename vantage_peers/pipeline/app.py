@@ -250,8 +250,10 @@ class App:
              subject: str | None = None,
              instance: str | None = None, others: tuple[str, ...] = (), owns: Owns | tuple[Owns, ...] | None = None,
              master_only: str | None = None, open: bool = False, shared: str | None = None,
-             idempotent: bool = False) -> Callable[[F], F]:
-        """Register a tool with its policy (see policy.py); its toolset defaults to its domain's."""
+             idempotent: bool = False, quick: bool = False) -> Callable[[F], F]:
+        """Register a tool with its policy (see policy.py); its toolset defaults to its domain's.
+        `quick`: the body only reads and writes the database (no model, network, subprocess or sleep),
+        so on SQLite it runs on the event loop, without a worker-thread hop (calls.runner)."""
         annotations = KINDS[kind]
 
         def decorator(fn: F) -> F:
@@ -262,7 +264,7 @@ class App:
             tool_name = name or fn.__name__
             rules = policy.declare(kind, wire, identity=identity, identity_required=identity_required, subject=subject,
                                    instance=instance, others=others, owns=owns, master_only=master_only,
-                                   open=open, shared=shared, idempotent=idempotent)
+                                   open=open, shared=shared, idempotent=idempotent, quick=quick)
             reg = calls.Registered(tool_name, fn, rules, aliases)
             doc = inspect.cleandoc(description) if description else inspect.getdoc(fn) or ""
             self.tools.append(calls.build_tool(self, reg, doc, annotations, sig))

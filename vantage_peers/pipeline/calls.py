@@ -2,7 +2,7 @@
 
     transport → SDK → before (toolset enabled, strict argument names, depth)
               → SDK validation (pydantic, against the tool's schema)
-              → run, in a worker thread: wire names → integer ranges → resolve the caller and apply
+              → run, in a worker thread (a quick tool on SQLite: on the event loop): wire names → integer ranges → resolve the caller and apply
                 the tool's declared policies (policy.py: scope, identity, namespaces, master-only)
                 → presence → the body in its DB scope (record ownership checked in the body's own
                 transaction) → one error ladder (`ladder`)
@@ -39,7 +39,7 @@ from ..core.rbac import Actor
 from ..db import BUSY_ERRORS
 from ..db.faults import storage_error
 from . import arguments as argcheck
-from . import deferred, idempotency, policy, prebuilt
+from . import deferred, idempotency, onloop, policy, prebuilt
 from .host import Host as App  # the App as the pipeline sees it (app.py builds on this module)
 from .toolsets import check_enabled
 
@@ -56,6 +56,12 @@ class CallState:
     warnings: list[str] = dataclasses.field(default_factory=list)
     notices: dict[str, Any] = dataclasses.field(default_factory=dict)  # structured fields added to the result
     tools_changed: bool = False
+
+    def restart(self) -> None:
+        """Forget what a first attempt reported: the call runs again from the start (calls.runner)."""
+        self.warnings.clear()
+        self.notices.clear()
+        self.tools_changed = False
 
 
 # Set by PipelineTool.run around each call; the body runs in a worker thread that sees a copy of this
@@ -169,7 +175,15 @@ def runner(app: App, reg: Registered) -> Callable[..., Any]:
                 raise
             raise err from exc
 
-    return run
+    if not reg.policy.quick:
+        return run
+    return onloop.on_loop(app, reg.fn, run, _restart)
+
+
+def _restart() -> None:
+    state = current()
+    if state is not None:
+        state.restart()
 
 
 def _body(app: App, reg: Registered, kwargs: dict[str, Any], actor: Actor) -> Any:

@@ -78,6 +78,7 @@ class Policy:
     shared: str | None = None
     idempotent: bool = False
     params: frozenset[str] = field(default_factory=frozenset)
+    quick: bool = False  # only local database work: may run on the event loop (calls.runner)
 
     @property
     def read_only(self) -> bool:
@@ -96,7 +97,7 @@ def py(name: str) -> str:
 def declare(kind: str, params: set[str], *, identity: str | None, identity_required: bool, subject: str | None,
             instance: str | None,
             others: tuple[str, ...], owns: Owns | tuple[Owns, ...] | None, master_only: str | None, open: bool,
-            shared: str | None, idempotent: bool) -> Policy:
+            shared: str | None, idempotent: bool, quick: bool = False) -> Policy:
     owned = (owns,) if isinstance(owns, Owns) else tuple(owns or ())
     for name in [identity, subject, instance, *(o.arg for o in owned)]:
         if name is not None and name not in params:
@@ -104,7 +105,7 @@ def declare(kind: str, params: set[str], *, identity: str | None, identity_requi
     names = () if kind == "read" else tuple(
         a for a in IDENTITY_ARGS if a in params and a != identity and a not in others)
     return Policy(kind, identity, identity_required, subject, instance, names, owned, master_only, open, shared,
-                  idempotent, frozenset(params))
+                  idempotent, frozenset(params), quick)
 
 
 # -- the caller -------------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from ...db.busy import off_loop
+
 CASE_ENV = "VP_CASE_INSENSITIVE_PATHS"
 _YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
@@ -26,6 +28,7 @@ _YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 @functools.lru_cache(maxsize=256)
 def repo_root(cwd: str) -> str | None:
     """The main working tree of the git repository containing `cwd`, or None outside git."""
+    off_loop()  # runs git: not on the event loop (a quick call moves to a worker thread)
     try:
         out = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=cwd, capture_output=True, text=True,
                              timeout=5, check=False)
@@ -71,6 +74,7 @@ def case_insensitive(repo: str) -> bool:
 def _probe(root: str) -> bool:
     if not os.path.isdir(root):
         return False
+    off_loop()  # runs git: not on the event loop
     try:
         out = subprocess.run(["git", "config", "--type=bool", "--get", "core.ignorecase"], cwd=root,
                              capture_output=True, text=True, timeout=5, check=False)

@@ -29,7 +29,7 @@ def register(app: App) -> None:
     tools_delivery.register(app)  # acknowledgements, delivery status, redelivery job, inbox resources
     dense_text_for(app, ("list_messages", "search_messages_by_keyword"))
 
-    @app.tool("write", identity="from", instance="fromInstanceId", idempotent=True)
+    @app.tool("write", identity="from", instance="fromInstanceId", idempotent=True, quick=True)
     def send_message(
         channel: str,
         content: str,
@@ -73,7 +73,7 @@ def register(app: App) -> None:
 
         return db.write(send)
 
-    @app.tool("read", identity="recipient", instance="recipientInstanceId")
+    @app.tool("read", identity="recipient", instance="recipientInstanceId", quick=True)
     def check_messages(
         recipient: str | None = None,
         recipientInstanceId: str | None = None,
@@ -94,7 +94,7 @@ def register(app: App) -> None:
             )
         ))["items"]
 
-    @app.tool("idempotent", owns=Owns("receipt", "receiptIds", action="mark read"))
+    @app.tool("idempotent", owns=Owns("receipt", "receiptIds", action="mark read"), quick=True)
     def mark_as_read(receiptIds: Annotated[list[str], Field(max_length=10_000)]) -> int:
         """Mark messages read by receipt id; returns how many changed."""
         return db.write(lambda c: store.mark_as_read(c, receipt_ids=receiptIds))
@@ -109,7 +109,7 @@ def register(app: App) -> None:
 
         return db.write(run)
 
-    @app.tool("read")
+    @app.tool("read", quick=True)
     def get_message(messageId: str) -> dict[str, Any] | None:
         """Fetch a message by id, content whole."""
         readers = app.readers()

@@ -63,7 +63,7 @@ def register(app: App) -> None:
     # cap (and core,missions within Windsurf's 50), list_broadcast_status and search_messages_by_keyword
     # moved to `extras` (messaging/tools.py).
     @app.tool("idempotent", identity="recipient",
-              owns=Owns("receipt", "receiptIds", action="acknowledge"))
+              owns=Owns("receipt", "receiptIds", action="acknowledge"), quick=True)
     def acknowledge_message(
         receiptIds: Annotated[list[str] | None, Field(max_length=delivery.MAX_ACK_IDS)] = None,
         messageId: str | None = None,
@@ -80,7 +80,7 @@ def register(app: App) -> None:
                                                        note=text, now=now_ms()))
 
     @app.tool("read", identity="callerOrchestrator",
-              owns=Owns("message", "messageId", action="see the delivery of"))
+              owns=Owns("message", "messageId", action="see the delivery of"), quick=True)
     def get_message_delivery(messageId: str, callerOrchestrator: str | None = None) -> dict[str, Any]:
         """Show who received, read and acknowledged a message you sent (sender or `system`); returns per-recipient states."""
         view = db.read(lambda c: delivery.delivery(c, message_id=messageId, now=now_ms(),

@@ -82,14 +82,14 @@ def register(app: App) -> None:
 
         return db.write(create)
 
-    @app.tool("read")
+    @app.tool("read", quick=True)
     def get_task(taskId: str) -> dict[str, Any] | None:
         """Fetch a task with its work segments and open dependencies."""
         lease_sweep.before_read(db, now_ms())  # a lapsed claim is released before it is shown (docs/leases.md)
         readers = app.readers()
         return db.read(lambda c: store.get_task(c, task_id=taskId) if store.can_read(c, taskId, readers) else None)
 
-    @app.tool("read", identity="callerOrchestrator", identity_required=False)
+    @app.tool("read", identity="callerOrchestrator", identity_required=False, quick=True)
     def list_tasks(
         assignedTo: str | None = None,
         assignedToInstance: str | None = None,

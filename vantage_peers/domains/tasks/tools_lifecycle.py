@@ -57,7 +57,7 @@ def register(app: App) -> None:
     db = app.db
     max_minutes = app.settings.max_segment_minutes
 
-    @app.tool("write", identity="callerOrchestrator", identity_required=False)
+    @app.tool("write", identity="callerOrchestrator", identity_required=False, quick=True)
     def start_task(taskId: str, callerOrchestrator: str | None = None) -> None:
         """Start a task's clock (in_progress); refused if it is taken or you run another; returns null."""
         caller, now = callerOrchestrator, now_ms()
@@ -100,7 +100,7 @@ def register(app: App) -> None:
     # pool (no assignee, an unknown name, or a lapsed claim); its creator always.
     @app.tool("write", identity="callerOrchestrator", instance="callerInstance",
               owns=Owns("task claim", "taskId", action="check out",
-                        unclaimed="assignee", hint=eligibility.HINT))
+                        unclaimed="assignee", hint=eligibility.HINT), quick=True)
     def checkout_task(taskId: str, callerOrchestrator: str | None = None,
                       callerInstance: str | None = None, claimTtlSeconds: int | None = None,
                       reserveFiles: bool = False, repo: str | None = None) -> dict[str, Any]:
