@@ -154,3 +154,43 @@ def test_postgres_calls_run_on_worker_threads(tmp_path, monkeypatch, backend, da
         app.db.close()
     assert app.db.runs_inline is False
     assert len(seen) == 1 and seen[0] != loop
+
+
+@pytest.mark.slow
+def test_quick_calls_race_across_processes(tmp_path) -> None:
+    """Three processes, each one event loop with four calls in flight: every checkout_task through the
+    pipeline (on the loop, or moved to a worker when another process holds the lock) has exactly one
+    winner per task, and every send_message is stored once."""
+    import multiprocessing as mp
+    from collections import Counter
+
+    from support.quick_race_worker import CONCURRENT, race
+
+    from vantage_peers.domains.tasks import store as tasks
+
+    processes, rounds = 3, 10
+    app = make_app(tmp_path)
+    payload = {"title": "contended", "assignedTo": "pool", "priority": "high", "createdBy": "pi"}
+    ids = app.db.write(lambda c: [tasks.create_task(c, payload=payload) for _ in range(rounds)])
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(processes), ctx.Queue()
+    procs = [ctx.Process(target=race, args=(str(app.db.path), p, ids, barrier, results)) for p in range(processes)]
+    try:
+        for p in procs:
+            p.start()
+        outcomes = [o for _ in procs for o in results.get(timeout=300)]
+        for p in procs:
+            p.join(timeout=60)
+            assert p.exitcode == 0
+        claims = [o for o in outcomes if o[0] != "send"]
+        sends = [o for o in outcomes if o[0] == "send"]
+        assert len(claims) == len(sends) == processes * rounds * CONCURRENT
+        assert None not in {claimed for _, _, claimed in claims} | {mid for _, _, mid in sends}  # no call failed
+        assert Counter(t for t, _, claimed in claims if claimed) == Counter({t: 1 for t in ids})
+        stored = app.db.read(lambda c: c.rows("SELECT id FROM messages WHERE channel = 'sink'"))
+        assert sorted(r[0] for r in stored) == sorted(mid for _, _, mid in sends)  # each once
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        app.db.close()
