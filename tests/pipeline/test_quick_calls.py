@@ -39,6 +39,21 @@ def threads_of_sends(monkeypatch) -> list[int]:
     return seen
 
 
+def called(app: Any, *calls: tuple[str, dict[str, Any]]) -> int:
+    """Make `calls` through a client on a fresh event loop, then close the app; the loop's thread."""
+    async def run() -> int:
+        async with Client(app.mcp) as client:
+            for name, args in calls:
+                got = await client.call_tool(name, args)
+                assert not got.is_error, got.content
+        return threading.get_ident()
+
+    try:
+        return anyio.run(run)
+    finally:
+        app.db.close()
+
+
 def test_the_declared_quick_tools(tmp_path) -> None:
     app = make_app(tmp_path)
     try:
@@ -59,18 +74,8 @@ def test_a_quick_tool_runs_on_the_event_loop_and_others_on_a_worker(tmp_path, mo
 
     monkeypatch.setattr("vantage_peers.domains.tasks.store.create_task", create)
 
-    async def run() -> int:
-        async with Client(app.mcp) as client:
-            sent = await client.call_tool("send_message", {"channel": "bob", "content": "hi"})
-            assert not sent.is_error, sent.content
-            made = await client.call_tool("create_task", {"title": "t", "priority": "low"})
-            assert not made.is_error, made.content
-        return threading.get_ident()
-
-    try:
-        loop = anyio.run(run)
-    finally:
-        app.db.close()
+    loop = called(app, ("send_message", {"channel": "bob", "content": "hi"}),
+                  ("create_task", {"title": "t", "priority": "low"}))
     assert seen == [loop]  # no hop
     assert created and created[0] != loop  # create_task is not quick: a worker thread
 
@@ -142,16 +147,7 @@ def test_postgres_calls_run_on_worker_threads(tmp_path, monkeypatch, backend, da
     app = create_app(make_settings(tmp_path / "unused.db", orchestrator="alice", database_url=database_url))
     seen = threads_of_sends(monkeypatch)
 
-    async def run() -> int:
-        async with Client(app.mcp) as client:
-            sent = await client.call_tool("send_message", {"channel": "bob", "content": "hi"})
-            assert not sent.is_error, sent.content
-        return threading.get_ident()
-
-    try:
-        loop = anyio.run(run)
-    finally:
-        app.db.close()
+    loop = called(app, ("send_message", {"channel": "bob", "content": "hi"}))
     assert app.db.runs_inline is False
     assert len(seen) == 1 and seen[0] != loop
 
