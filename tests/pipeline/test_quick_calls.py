@@ -18,7 +18,7 @@ from vantage_peers.domains.messaging import store as messages
 from vantage_peers.server import create_app
 
 QUICK = {"send_message", "check_messages", "mark_as_read", "acknowledge_message", "get_message",
-         "get_message_delivery", "get_task", "list_tasks", "start_task", "checkout_task"}
+         "get_message_delivery", "get_task", "start_task", "checkout_task"}
 
 
 def make_app(tmp_path, **overrides: Any):

@@ -89,7 +89,7 @@ def register(app: App) -> None:
         readers = app.readers()
         return db.read(lambda c: store.get_task(c, task_id=taskId) if store.can_read(c, taskId, readers) else None)
 
-    @app.tool("read", identity="callerOrchestrator", identity_required=False, quick=True)
+    @app.tool("read", identity="callerOrchestrator", identity_required=False)
     def list_tasks(
         assignedTo: str | None = None,
         assignedToInstance: str | None = None,
