@@ -111,3 +111,12 @@ def test_the_server_builds_without_cyclic_collection_and_serves_with_it(tmp_path
     state = _run(GC_STATE, tmp_path / "gc.json", tmp_path)
     assert state["before"] is False
     assert state["after"] is True and state["frozen"] > 0
+
+
+def test_the_git_guard_imports_neither_the_sdk_nor_the_database_layer():
+    """`vantage-peers guard` runs in every `git commit` of a guarded repo: its module and the repository
+    lookup it shares with the tools stay light (importing the SDK cost ~0.5 s a commit)."""
+    code = ("import sys; import vantage_peers.domains.leases.guard; "
+            "print(' '.join(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'vantage_peers.db'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == []

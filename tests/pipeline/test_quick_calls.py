@@ -13,7 +13,7 @@ import pytest
 from conftest import make_settings
 from mcp import Client
 
-from vantage_peers.db.busy import WouldWait, off_loop
+from vantage_peers.core.inline import WouldWait, off_loop
 from vantage_peers.domains.messaging import store as messages
 from vantage_peers.server import create_app
 

@@ -1,6 +1,7 @@
 """Storage: connections, transactions and migrations — the SQLite file, or PostgreSQL (postgres.py)."""
 
-from .busy import BUSY_ERRORS, CallScope, WouldWait, adopted, current_scope
+from ..core.inline import WouldWait
+from .busy import BUSY_ERRORS, CallScope, adopted, current_scope
 from .connection import Connection, Database, Row, dumps, loads
 from .dialect import is_postgres_url
 from .migrate import current_version, latest_version, migrate

@@ -6,9 +6,9 @@ backoff, and SQLite's own busy handler is given only what is left of the budget,
 most `VP_BUSY_TIMEOUT_MS` in total before the agent reads `BUSY: … retry`.
 The scope also carries the search time budget (see search/budget.py) and whether it was hit.
 
-A quick call runs on the event loop (`inline`): there it must not wait for a lock, so a busy
-database raises `WouldWait` until the call has committed a write, and the pipeline runs the call
-again on a worker thread, where waiting blocks nobody.
+A quick call runs on the event loop (core/inline.py): there it must not wait for a lock, so a busy
+database raises `WouldWait` until the call's scope has committed a write, and the pipeline runs the
+call again on a worker thread, where waiting blocks nobody.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from typing import Any, TypeVar
 
 import apsw
 
+from ..core import inline
 from ..core.errors import Busy
+from ..core.inline import WouldWait
 
 T = TypeVar("T")
 BUSY_ERRORS = (apsw.BusyError, apsw.LockedError)
@@ -49,32 +51,9 @@ class CallScope:
                     "(VP_BUSY_TIMEOUT_MS); retry shortly")
 
 
-class WouldWait(BaseException):
-    """An inline call met a locked database before it committed anything: run it on a worker thread.
-    A BaseException, so that no body's or hook's `except Exception` takes it for a failure."""
-
-
-@contextlib.contextmanager
-def inline() -> Iterator[None]:
-    """This thread (the event loop) runs one call that must not wait for a lock (see the module doc)."""
-    _local.inline = True
-    try:
-        yield
-    finally:
-        _local.inline = False
-
-
-def off_loop() -> None:
-    """Before work that may block (a subprocess, a model): an inline call that has committed nothing
-    moves to a worker thread (WouldWait); anywhere else this does nothing."""
-    scope = current_scope()
-    if getattr(_local, "inline", False) and not (scope is not None and scope.committed):
-        raise WouldWait
-
-
 def _no_wait(scope: CallScope) -> bool:
     """On the event loop and nothing committed yet: a lock wait would stall every other request."""
-    return getattr(_local, "inline", False) and not scope.committed
+    return inline.active() and not scope.committed
 
 
 def current_scope() -> CallScope | None:

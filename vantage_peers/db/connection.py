@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import apsw
 
+from ..core.inline import note_commit, running
 from . import busy, journal
 from .busy import BUSY_ERRORS, CallScope, current_scope
 from .faults import StorageIO, StorageReadOnly
@@ -342,8 +343,8 @@ class Database:
                              "saved — call again (and restart the server if DB_FILE_GONE persists)")
 
     def inline(self) -> contextlib.AbstractContextManager[None]:
-        """A quick call on the event loop: a locked file raises busy.WouldWait instead of waiting."""
-        return busy.inline()
+        """A quick call on the event loop: a locked file raises WouldWait instead of waiting."""
+        return running()
 
     @contextlib.contextmanager
     def call_scope(self, busy_ms: int | None = None) -> Iterator[CallScope]:
@@ -387,6 +388,7 @@ class Database:
 
             result = busy.retry(attempt, scope, conn)
             scope.committed = True
+            note_commit()
         self._after_commit()
         return result
 

@@ -2,7 +2,7 @@
 
 The worker-thread hop of a sync tool (there and back, ~0.2 ms) cost more than the database work of
 the calls agents make most. A tool declared `quick=True` does only local database work, so on SQLite
-it runs on the loop; a locked file (or work that may block, `busy.off_loop`) before anything
+it runs on the loop; a locked file (or work that may block, `core.inline.off_loop`) before anything
 committed raises `WouldWait`, and the call starts over on a worker thread, where waiting blocks no
 other request. PostgreSQL (`runs_inline` False) always takes the worker thread.
 """

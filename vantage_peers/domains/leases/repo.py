@@ -19,7 +19,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from ...db.busy import off_loop
+from ...core.inline import off_loop
 
 CASE_ENV = "VP_CASE_INSENSITIVE_PATHS"
 _YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
