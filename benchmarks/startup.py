@@ -5,7 +5,9 @@ Cases, each a fresh process (issue #34):
 - ours (`VP_TOOLSETS=all` and `core`): `vantage-peers` over stdio — spawn → initialize → tools/list,
   with the scheduler off and no embeddings; and `defaults`: the same with nothing set but the
   database (scheduler on, local embeddings: what a client's one-line configuration starts);
-- status: `vantage-peers status` on an empty (migrated) database — spawn → exit.
+- status: `vantage-peers status` on an empty (migrated) database — spawn → exit;
+- wait: `vantage-peers wait --timeout 0` as VP_ORCHESTRATOR=bench (what the plugin's inbox-digest
+  hook runs before every prompt) — spawn → exit.
 
 Rounds alternate the cases (the order rotates each round), so load on a shared machine hits them
 alike. `--baseline DIR` adds the same cases for another checkout's `vantage_peers` (e.g.
@@ -76,9 +78,13 @@ def _stdio(env: dict[str, str], cwd: Path, script: Path | None = None) -> tuple[
     return _timed(lambda: anyio.run(_session, params))
 
 
-def _status(env: dict[str, str], cwd: Path) -> tuple[float, float, float]:
-    return _timed(lambda: subprocess.run([sys.executable, "-c", ENTRY, "status"], env=env, cwd=cwd, check=True,
-                                         stdout=subprocess.DEVNULL) and None)
+def _command(env: dict[str, str], cwd: Path, *argv: str, ok: tuple[int, ...] = (0,)) -> tuple[float, float, float]:
+    def run() -> None:
+        done = subprocess.run([sys.executable, "-c", ENTRY, *argv], env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+        assert done.returncode in ok, (argv, done.returncode, done.stderr[-500:])
+
+    return _timed(run)
 
 
 def loadavg() -> str:
@@ -111,7 +117,10 @@ def main() -> None:
             cases[f"{label}start VP_TOOLSETS={toolsets}"] = lambda e=run_env: _stdio(e, tmp)
         plain = {k: v for k, v in env.items() if k not in ("VP_SCHEDULER", "VP_EMBEDDINGS")}
         cases[f"{label}start, defaults"] = lambda e={**plain, "VP_DB_PATH": str(serve)}: _stdio(e, tmp)
-        cases[f"{label}status (empty db)"] = lambda e={**env, "VP_DB_PATH": str(status)}: _status(e, tmp)
+        cases[f"{label}status (empty db)"] = lambda e={**env, "VP_DB_PATH": str(status)}: _command(e, tmp, "status")
+        waiter = {**env, "VP_DB_PATH": str(status), "VP_ORCHESTRATOR": "bench"}
+        cases[f"{label}wait --timeout 0"] = lambda e=waiter: _command(e, tmp, "wait", "--timeout", "0",
+                                                                             ok=(0, 3))  # 3: nothing new
     names = list(cases)
     for name in names:  # warm-up: creates and migrates the files, fills the page cache; not counted
         cases[name]()

@@ -9,12 +9,14 @@ imports toolsets.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from mcp.server.mcpserver.tools import Tool
+if TYPE_CHECKING:  # types only: settings.py imports toolsets.py, and `vantage-peers wait` (each prompt's
+    # hook) reads settings — the SDK's import (~0.5 s, through policy.py too) stays off that path
+    from mcp.server.mcpserver.tools import Tool
 
-from ..db import Database
-from .policy import Loader
+    from ..db import Database
+    from .policy import Loader
 
 
 class HostSettings(Protocol):
