@@ -70,7 +70,6 @@ class Connection(RawStatements):
     """A thin wrapper over one apsw connection with dict rows (db/postgres.py has the same methods)."""
 
     backend = "sqlite"
-    runs_inline = True  # a quick call may run on the event loop (busy.inline): a local file, no lock wait
 
     def __init__(self, path: Path | str, *, journal_mode: str = "wal", busy_timeout_ms: int = 5_000,
                  create: bool = True, generation: int = 0) -> None:
@@ -179,7 +178,7 @@ class Database:
     """Per-thread connections to one SQLite file, closed when their thread ends."""
 
     backend = "sqlite"
-    runs_inline = True  # a quick call may run on the event loop (busy.inline): a local file, no lock wait
+    runs_inline = True  # a quick call may run on the event loop (core/inline.py): a local file
 
     def __init__(self, path: Path | str, *, journal_mode: str = "wal", busy_timeout_ms: int = 5_000,
                  search_budget_ms: int = 2_000) -> None:

@@ -253,7 +253,7 @@ class App:
              idempotent: bool = False, quick: bool = False) -> Callable[[F], F]:
         """Register a tool with its policy (see policy.py); its toolset defaults to its domain's.
         `quick`: the body only reads and writes the database (no model, network, subprocess or sleep),
-        so on SQLite it runs on the event loop, without a worker-thread hop (calls.runner)."""
+        so on SQLite it runs on the event loop, without a worker-thread hop (onloop.py)."""
         annotations = KINDS[kind]
 
         def decorator(fn: F) -> F:

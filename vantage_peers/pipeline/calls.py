@@ -2,8 +2,9 @@
 
     transport → SDK → before (toolset enabled, strict argument names, depth)
               → SDK validation (pydantic, against the tool's schema)
-              → run, in a worker thread (a quick tool on SQLite: on the event loop): wire names → integer ranges → resolve the caller and apply
-                the tool's declared policies (policy.py: scope, identity, namespaces, master-only)
+              → run, in a worker thread (a quick tool on SQLite: on the event loop, onloop.py): wire
+                names → integer ranges → resolve the caller and apply the tool's declared policies
+                (policy.py: scope, identity, namespaces, master-only)
                 → presence → the body in its DB scope (record ownership checked in the body's own
                 transaction) → one error ladder (`ladder`)
               → shaping (visible text, `warnings`, result hooks, tools/list_changed) → transport
