@@ -184,3 +184,21 @@ def test_codes_are_the_same_from_a_list_or_a_numpy_row(backend):
         q = np.frombuffer(ann.int8(row), dtype=np.int8).astype(np.float32)
         assert float(np.dot(q, row) / (np.linalg.norm(q) * np.linalg.norm(row))) > 0.9995  # the copy keeps the direction
     assert ann.int8([0.0, 0.0]) == b"\x00\x00"  # a zero vector: no division by zero
+
+
+def test_a_scope_holding_every_cached_row_needs_no_mask_and_ranks_as_the_masked_scope(filled, monkeypatch):
+    """A namespace (or prefix) holding every cached code is no mask (None: nothing to put out of reach);
+    the candidates are the ones a mask of all rows gives."""
+    import numpy as np
+
+    db, made, rng = filled
+    prefix, one = store.scope_of("project/*"), store.scope_of("project/p0")
+    db.read(lambda c: ann.candidates(c, vectors.TABLE, _vec(rng), k=10, scope=prefix))
+    cache = db.read(ann._cache_for)
+    assert cache.scope_mask(prefix) is None and cache.scope_mask(one) is not None
+    vec = _vec(rng)
+    plain = db.read(lambda c: ann.candidates(c, vectors.TABLE, vec, k=10, scope=prefix))
+    monkeypatch.setattr(ann._Cache, "_scope_mask", lambda self, scope: np.ones(len(self.seqs), dtype=bool))
+    cache.mask_key = None
+    masked = db.read(lambda c: ann.candidates(c, vectors.TABLE, vec, k=10, scope=prefix))
+    assert list(plain) == list(masked) and plain.rescore == masked.rescore

@@ -300,7 +300,7 @@ class _Cache:
         return self._dist
 
     def scope_mask(self, scope: Any) -> Any:
-        """Rows of `scope` (None: all), remembered until the cache or the scope changes."""
+        """Rows of `scope` (None: all of them), remembered until the cache or the scope changes."""
         key = (self.epoch, self.gen, len(self.seqs), None if scope is None else (scope.kind, scope.value))
         if key != self.mask_key:
             self.mask, self.mask_key = self._scope_mask(scope), key
@@ -316,7 +316,8 @@ class _Cache:
         else:
             low, high = scope.bounds()
             wanted = [pid for part, pid in self.name_ids.items() if part is not None and low <= part < high]
-        return np.isin(self.parts, np.array(wanted, dtype=np.int32))
+        mask = np.isin(self.parts, np.array(wanted, dtype=np.int32))
+        return None if mask.all() else mask  # every row in scope (one namespace holds them all): nothing to mask
 
 
 _caches: dict[str, _Cache] = {}
