@@ -202,3 +202,25 @@ def test_a_scope_holding_every_cached_row_needs_no_mask_and_ranks_as_the_masked_
     cache.mask_key = None
     masked = db.read(lambda c: ann.candidates(c, vectors.TABLE, vec, k=10, scope=prefix))
     assert list(plain) == list(masked) and plain.rescore == masked.rescore
+
+
+@pytest.mark.sqlite_only  # the cache's arithmetic alone: no database
+def test_hamming_by_column_counts_the_differing_bits_of_every_code(backend):
+    """Codes kept by column (8-byte words, or bytes when the width is not a multiple of 8) give each
+    row's popcount of XOR, as a row-by-row count does, after rows were appended and overwritten."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    for width in (48, 5, 192, 8):
+        word = np.uint64 if width % 8 == 0 else np.uint8
+        cache = ann._Cache()
+        rows = rng.integers(0, 256, size=(300, width), dtype=np.uint8)
+        cache.width, cache.columns = width, np.zeros((width // np.dtype(word).itemsize, 0), dtype=word)
+        for part in (rows[:100], rows[100:]):  # appended as refresh appends
+            cache.columns = np.concatenate([cache.columns, part.view(word).T], axis=1)
+        rows[7] = rng.integers(0, 256, size=width, dtype=np.uint8)  # overwritten as refresh overwrites
+        cache.columns[:, 7] = rows[7:8].view(word)[0]
+        for _ in range(3):
+            query = rng.integers(0, 256, size=width, dtype=np.uint8)
+            expected = np.unpackbits(rows ^ query, axis=1).sum(axis=1)
+            assert cache.hamming(query).tolist() == expected.tolist()
