@@ -80,8 +80,11 @@ META_GEN = "embedding.bits.gen"
 META_EPOCH = "embedding.bits.epoch"
 
 
+BITS_SUFFIX = "_bits"
+
+
 def bits_table(name: str) -> str:
-    return f"{name}_bits"
+    return name + BITS_SUFFIX
 
 
 def create(conn: Any, name: str) -> None:
@@ -385,4 +388,4 @@ def candidates(conn: Any, name: str, vector: Any, *, k: int, scope: Any, factor:
             best = best[np.argsort(-sims, kind="stable")]
         else:
             best = best[np.argsort(dist[best], kind="stable")]
-        return Pool([int(s) for s in cache.seqs[best]], exact)
+        return Pool(cache.seqs[best].tolist(), exact)
