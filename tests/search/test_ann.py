@@ -184,3 +184,43 @@ def test_codes_are_the_same_from_a_list_or_a_numpy_row(backend):
         q = np.frombuffer(ann.int8(row), dtype=np.int8).astype(np.float32)
         assert float(np.dot(q, row) / (np.linalg.norm(q) * np.linalg.norm(row))) > 0.9995  # the copy keeps the direction
     assert ann.int8([0.0, 0.0]) == b"\x00\x00"  # a zero vector: no division by zero
+
+
+def test_a_scope_holding_every_cached_row_needs_no_mask_and_ranks_as_the_masked_scope(filled, monkeypatch):
+    """A namespace (or prefix) holding every cached code is no mask (None: nothing to put out of reach);
+    the candidates are the ones a mask of all rows gives."""
+    import numpy as np
+
+    db, made, rng = filled
+    prefix, one = store.scope_of("project/*"), store.scope_of("project/p0")
+    db.read(lambda c: ann.candidates(c, vectors.TABLE, _vec(rng), k=10, scope=prefix))
+    cache = db.read(ann._cache_for)
+    assert cache.scope_mask(prefix) is None and cache.scope_mask(one) is not None
+    vec = _vec(rng)
+    plain = db.read(lambda c: ann.candidates(c, vectors.TABLE, vec, k=10, scope=prefix))
+    monkeypatch.setattr(ann._Cache, "_scope_mask", lambda self, scope: np.ones(len(self.seqs), dtype=bool))
+    cache.mask_key = None
+    masked = db.read(lambda c: ann.candidates(c, vectors.TABLE, vec, k=10, scope=prefix))
+    assert list(plain) == list(masked) and plain.rescore == masked.rescore
+
+
+@pytest.mark.sqlite_only  # the cache's arithmetic alone: no database
+def test_hamming_by_column_counts_the_differing_bits_of_every_code(backend):
+    """Codes kept by column (8-byte words, or bytes when the width is not a multiple of 8) give each
+    row's popcount of XOR, as a row-by-row count does, after rows were appended and overwritten."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    for width in (48, 5, 192, 8):
+        word = np.uint64 if width % 8 == 0 else np.uint8
+        cache = ann._Cache()
+        rows = rng.integers(0, 256, size=(300, width), dtype=np.uint8)
+        cache.width, cache.columns = width, np.zeros((width // np.dtype(word).itemsize, 0), dtype=word)
+        for part in (rows[:100], rows[100:]):  # appended as refresh appends
+            cache.columns = np.concatenate([cache.columns, part.view(word).T], axis=1)
+        rows[7] = rng.integers(0, 256, size=width, dtype=np.uint8)  # overwritten as refresh overwrites
+        cache.columns[:, 7] = rows[7:8].view(word)[0]
+        for _ in range(3):
+            query = rng.integers(0, 256, size=width, dtype=np.uint8)
+            expected = np.unpackbits(rows ^ query, axis=1).sum(axis=1)
+            assert cache.hamming(query).tolist() == expected.tolist()

@@ -211,3 +211,13 @@ def identifiers(sql: str) -> dict[str, str]:
     """lower-case -> as written, for every mixed-case word of a statement: PostgreSQL folds unquoted
     names to lower case, so result columns are given back the names the SQL (and the schema) spell."""
     return {w.lower(): w for w in _WORD.findall(sql) if not w.islower() and not w.isupper()}
+
+
+def among(backend: str, column: str, keys: list[int]) -> tuple[str, list[object]]:
+    """(`column` is one of the integer `keys`, its parameters) for `backend`'s connection: a list of `?`
+    on SQLite; one array parameter on PostgreSQL (`= ANY(?::bigint[])`), so that a statement over 100 keys
+    binds one value and keeps one text whatever their number (a list of 100 placeholders cost ≈0.7 ms
+    more per statement: binding, and a new prepared text per list length). The same rows either way."""
+    if backend == "postgres":
+        return f"{column} = ANY(?::bigint[])", [[int(k) for k in keys]]
+    return f"{column} IN ({','.join('?' for _ in keys)})", [int(k) for k in keys]

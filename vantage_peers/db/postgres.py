@@ -119,8 +119,13 @@ def _bind(params: Sequence[Any] | dict[str, Any], numbered: bool) -> tuple[Any, 
     return {f"p{i + 1}": v for i, v in enumerate(params)} if numbered else tuple(params)
 
 
+_AS_IS = frozenset({int, float, str, type(None)})  # most values: returned without the checks below
+
+
 def _plain(value: Any) -> Any:
     """Values as SQLite would give them: numbers not Decimal, booleans as 0/1, bytes not memoryview."""
+    if type(value) in _AS_IS:
+        return value
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, decimal.Decimal):

@@ -35,11 +35,25 @@ _LOCK = 0x5650_5645  # "VPVE": one process creates a vector table at a time
 
 def literal(vector: Sequence[float]) -> str:
     """pgvector's text form of a float32 vector."""
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+    return "[" + ",".join(map(repr, map(float, vector))) + "]"
 
 
 def table_exists(conn: Connection, name: str) -> bool:
-    return bool(conn.scalar("SELECT to_regclass(?) IS NOT NULL", [name]))
+    """Does table `name` exist? In a read transaction the answer is remembered for the rest of it, and a
+    vector table and its sign-code table (search/ann.py) are looked up together: a KNN asks about both,
+    one round trip instead of two (a read creates and drops no table)."""
+    if getattr(conn, "in_tx", None) != "read":
+        return bool(conn.scalar("SELECT to_regclass(?) IS NOT NULL", [name]))
+    known: dict[str, bool] | None = getattr(conn, "_vp_tables", None)
+    if known is None:
+        known = {}
+        conn._vp_tables = known  # type: ignore[attr-defined]  # the connection object lives for one transaction
+    if name not in known:
+        other = name[:-len(ann.BITS_SUFFIX)] if name.endswith(ann.BITS_SUFFIX) else ann.bits_table(name)
+        for found, exists_ in conn.rows("SELECT n, to_regclass(n) IS NOT NULL FROM unnest(?::text[]) AS n",
+                                        [[name, other]]):
+            known[str(found)] = bool(exists_)
+    return known[name]
 
 
 def has_column(conn: Connection, table: str, column: str) -> bool:

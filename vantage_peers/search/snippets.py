@@ -22,6 +22,7 @@ TOKENS = 12
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 _NS_TOKEN = re.compile(r"n[0-9A-F]{2,}")  # memories' namespace token inside a MATCH expression
 _WORD = re.compile(r"\w+")
+_SEEN_MAX = 4096  # words whose term a Highlighter remembers
 _SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ed", "ers", "er", "es", "ly", "s")
 
 
@@ -69,13 +70,22 @@ class Highlighter:
         # with a bounded tail, so a megabyte-long "word" costs linear time, never a backtracking blow-up.
         heads = sorted({re.escape(h[:3]) for h in [*words, *terms] if h}, key=len, reverse=True)
         self.pattern = re.compile(r"(?<!\w)(?:" + "|".join(heads) + r")\w{0,60}", re.IGNORECASE) if heads else None
+        self._seen: dict[str, str | None] = {}  # word -> its term: near-misses repeat within a text and across hits
 
     def term(self, word: str) -> str | None:
+        try:
+            return self._seen[word]
+        except KeyError:
+            pass
         folded = fold(word)
         if folded in self.terms:
-            return folded
-        s = stem(folded)
-        return s if s in self.stems else None
+            found: str | None = folded
+        else:
+            s = stem(folded)
+            found = s if s in self.stems else None
+        if len(self._seen) < _SEEN_MAX:
+            self._seen[word] = found
+        return found
 
     def hits(self, text: str, most: int = MAX_MATCHES) -> list[tuple[int, str]]:
         """(offset, term) of up to `most` matching words within the first SCAN_CHARS characters."""
@@ -96,10 +106,12 @@ class Highlighter:
         found = self.hits(text, 1)
         return found[0][0] if found else None
 
-    def snippet(self, text: str | None, tokens: int = TOKENS) -> str | None:
+    def snippet(self, text: str | None, tokens: int = TOKENS, *,
+                found: list[tuple[int, str]] | None = None) -> str | None:
+        """The best fragment of `text`; `found`: its `hits(text)` when the caller has them already."""
         if not text:
             return None
-        hits = self.hits(text)
+        hits = self.hits(text) if found is None else found
         if not hits:
             return self._fragment(text, 0, tokens)
         best, best_score = 0, -1
@@ -144,6 +156,7 @@ def add_snippets(rows: Iterable[dict[str, Any]], match: str, columns: str | Sequ
     for row in rows:
         texts = [row[c] for c in cols if isinstance(row.get(c), str) and row[c]]
         chosen = next((t for t in texts if hl.first_hit(t) is not None), texts[0] if texts else None)
-        row["snippet"] = hl.snippet(chosen)
+        found = hl.hits(chosen) if chosen else []  # once for the snippet and the matched terms
+        row["snippet"] = hl.snippet(chosen, found=found)
         if terms:
-            row["matchedTerms"] = list(dict.fromkeys(t for _, t in hl.hits(chosen))) if chosen else []
+            row["matchedTerms"] = list(dict.fromkeys(t for _, t in found))

@@ -74,3 +74,19 @@ def test_keyword_mode_keeps_the_bm25_order(app):
                                          limit=10, now=T0 + 5_000))
     seqs = app.db.read(lambda c: {r["id"]: r["seq"] for r in c.query("SELECT id, seq FROM memories")})
     assert [seqs[h["_id"]] for h in found["items"]] == [a, b] and found["mode"] == "keyword"
+
+
+def test_the_adjacency_statement_answers_what_the_in_list_form_answered(app):
+    """context.adjacent binds its candidates as one array on PostgreSQL (db.dialect.among): the pairs are
+    the ones the statement with a `?` per candidate finds, on both backends."""
+    at, seqs = T0, []
+    for i in range(40):  # turns of two namespaces, some close, some a session apart, some with a hidden memory between
+        seqs.append(_put(app, f"turn {i}", "chat/one" if i % 3 else "chat/two", at))
+        at += 1_000 if i % 5 else 3 * 3_600_000
+        if i % 7 == 0:
+            _put(app, f"not a candidate {i}", "chat/one", at)
+            at += 1_000
+    picked = seqs[::2] + seqs[1::4]
+    legacy = context._ADJACENT.format(picked=f"seq IN ({','.join('?' for _ in picked)})")
+    old = app.db.read(lambda c: [(int(a), int(b)) for a, b in c.rows(legacy, [*picked, context.SESSION_GAP_MS])])
+    assert app.db.read(lambda c: context.adjacent(c, picked)) == old and old

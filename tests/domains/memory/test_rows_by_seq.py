@@ -52,3 +52,21 @@ def test_rows_by_seq_reads_by_key_not_by_the_namespace_index(db, backend):
     plan = db.read(run)
     assert any("INTEGER PRIMARY KEY" in step for step in plan), plan
     assert not any("by_namespace" in step for step in plan), plan
+
+
+def test_a_key_list_is_one_array_parameter_on_postgresql_with_the_rows_of_the_in_list(db, backend):
+    """db.dialect.among: `seq IN (?, …)` on SQLite, `seq = ANY(?::bigint[])` on PostgreSQL (one value to
+    bind, one statement text whatever the list's length) — the same rows as the IN list, absent and
+    repeated keys included."""
+    from vantage_peers.db.dialect import among
+
+    seqs = _fill(db, 50)
+    wanted = [*seqs[::3], seqs[4], 10**9, seqs[-1]]  # a repeat, a key no row has, another namespace
+    clause, params = among(backend, "seq", wanted)
+    assert (clause, len(params)) == (("seq = ANY(?::bigint[])", 1) if backend == "postgres"
+                                     else (f"seq IN ({','.join('?' * len(wanted))})", len(wanted)))
+    marks = ",".join("?" for _ in wanted)
+    listed, keyed = db.read(lambda c: (c.rows(f"SELECT seq, namespace FROM memories WHERE seq IN ({marks}) ORDER BY seq",
+                                              wanted),
+                                       c.rows(f"SELECT seq, namespace FROM memories WHERE {clause} ORDER BY seq", params)))
+    assert keyed == listed and len(keyed) == len(set(wanted)) - 1

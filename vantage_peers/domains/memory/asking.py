@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 
 from ...db import Connection
+from ...db.dialect import among
 from ...search.asking import SHORT_CHARS, is_question, only_asks
 from .context import CONTEXT_DEPTH, adjacent
 
@@ -31,10 +32,9 @@ def asking_adjust(conn: Connection, query: str, scores: Mapping[Hashable, float]
     if not scores or (ASKS_PENALTY <= 0 and ASK_LEND <= 0) or not is_question(query):
         return {}
     head = sorted(scores, key=lambda k: -scores[k])[:ASKS_DEPTH]
-    marks = ",".join("?" for _ in head)
+    picked, keys = among(conn.backend, "seq", head)  # type: ignore[arg-type]
     # Enough characters to tell a short question from a long text (only_asks reads no more).
-    rows = conn.rows(f"SELECT seq, substr(content, 1, {SHORT_CHARS * 4 + 1}) FROM memories WHERE seq IN ({marks})",
-                     [int(k) for k in head])  # type: ignore[call-overload]
+    rows = conn.rows(f"SELECT seq, substr(content, 1, {SHORT_CHARS * 4 + 1}) FROM memories WHERE {picked}", keys)
     asks = [seq for seq, content in rows if only_asks(str(content or ""))]
     out: dict[Hashable, float] = {seq: -ASKS_PENALTY for seq in asks}
     if ASK_LEND > 0 and asks:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 
 from ...db import Connection
+from ...db.dialect import among
 
 CONTEXT_WEIGHT = 0.3  # share of the neighbour's score above the floor; 0.2-0.5 all help LoCoMo and Cranfield
 SESSION_GAP_MS = 30 * 60_000  # turns further apart than this are different sessions
@@ -25,7 +26,7 @@ CONTEXT_DEPTH = 100  # only the head of the fused list lends and borrows (bounde
 # both are of one session and nothing else of the namespace was written between them: one statement
 # (PostgreSQL paid a round trip per close pair before: ≈10 ms per recall at 100k memories).
 _ADJACENT = (
-    "WITH vp_c AS (SELECT namespace, createdAt, id, seq FROM memories WHERE seq IN ({marks})), "
+    "WITH vp_c AS (SELECT namespace, createdAt, id, seq FROM memories WHERE {picked}), "
     "vp_o AS (SELECT namespace AS ns, createdAt AS at_b, id AS id_b, seq AS seq_b, "
     "LAG(namespace) OVER w AS ns_a, LAG(createdAt) OVER w AS at_a, LAG(id) OVER w AS id_a, LAG(seq) OVER w AS seq_a "
     "FROM vp_c WINDOW w AS (ORDER BY namespace, createdAt, id, seq)) "
@@ -42,8 +43,8 @@ def adjacent(conn: Connection, seqs: list[int]) -> list[tuple[int, int]]:
     a close pair with a seq gap costs an indexed check, all inside the one statement."""
     if len(seqs) < 2:
         return []
-    sql = _ADJACENT.format(marks=",".join("?" for _ in seqs))
-    return [(int(a), int(b)) for a, b in conn.rows(sql, [*seqs, SESSION_GAP_MS])]
+    picked, keys = among(conn.backend, "seq", seqs)
+    return [(int(a), int(b)) for a, b in conn.rows(_ADJACENT.format(picked=picked), [*keys, SESSION_GAP_MS])]
 
 
 def neighbours(conn: Connection, seqs: list[int]) -> dict[int, list[int]]:

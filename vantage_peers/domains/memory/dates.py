@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 
 from ...db import Connection
+from ...db.dialect import among
 from ...search.temporal import asks_when, mentions_time, window
 
 WHEN_BONUS = 1.0  # 0.15 / 0.6 / 1.0 / 1.5 measured: 1.0 and 1.5 best on LoCoMo-dev, nothing moves elsewhere
@@ -31,10 +32,9 @@ def date_bonus(conn: Connection, query: str, now: int, scores: Mapping[Hashable,
     if not scores or (not when and span is None):
         return {}
     head = sorted(scores, key=lambda k: -scores[k])[:DATE_DEPTH]
-    marks = ",".join("?" for _ in head)
+    picked, keys = among(conn.backend, "seq", head)  # type: ignore[arg-type]
     # conn.rows, not conn.raw: the same call on both backends (psycopg's raw cursor takes no `?`).
-    rows = conn.rows(f"SELECT seq, content, createdAt FROM memories WHERE seq IN ({marks})",
-                     [int(k) for k in head])  # type: ignore[call-overload]
+    rows = conn.rows(f"SELECT seq, content, createdAt FROM memories WHERE {picked}", keys)
     bonus: dict[Hashable, float] = {}
     for seq, content, created in rows:
         extra = 0.0

@@ -13,6 +13,7 @@ from ...core.errors import InvalidArgument, NotFound
 from ...core.ids import new_id, now_ms
 from ...core.scopes import byte_range, sql_filter
 from ...db import Connection, Row, dumps
+from ...db.dialect import among
 from ...db.paging import keyset_page, to_doc
 from ...search.vectors import Scope
 from .models import EPISODE_FIELDS
@@ -79,11 +80,10 @@ def rows_by_seq(conn: Connection, seqs: list[int], where: list[str], params: lis
     index and test each row against the list (6 ms for 30 seqs in a 100k-memory namespace)."""
     out: list[Row] = []
     for start in range(0, len(seqs), 900):  # SQLite's bound-parameter budget
-        part = seqs[start:start + 900]
-        marks = ",".join("?" for _ in part)
+        picked, keys = among(conn.backend, "seq", seqs[start:start + 900])
         out.extend(conn.query(
-            f"WITH picked AS MATERIALIZED (SELECT * FROM memories WHERE seq IN ({marks})) "
-            f"SELECT {columns} FROM picked m WHERE {' AND '.join(where) or 'TRUE'}", [*part, *params]))
+            f"WITH picked AS MATERIALIZED (SELECT * FROM memories WHERE {picked}) "
+            f"SELECT {columns} FROM picked m WHERE {' AND '.join(where) or 'TRUE'}", [*keys, *params]))
     return out
 
 
