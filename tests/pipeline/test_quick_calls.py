@@ -125,6 +125,44 @@ def test_a_locked_file_moves_the_call_to_a_worker_and_the_loop_keeps_answering(t
     assert [m["content"] for m in after.structured_content["result"]] == ["while locked"]
 
 
+def test_a_quick_call_does_not_wait_on_the_loop_for_another_calls_first_check(tmp_path, monkeypatch) -> None:
+    """The inherited-lease check of an identity's first call holds a lock: a quick call on the loop
+    that finds it taken moves to a worker thread instead of stopping the loop."""
+    from vantage_peers.domains.profiles.liveness import state_of
+
+    app = make_app(tmp_path)
+    seen = threads_of_sends(monkeypatch)
+    lock = state_of(app).lock
+    lock.acquire()  # another call's check is running
+    watchdog = threading.Timer(60, lock.release)  # without the fix the loop would wait here for good
+    watchdog.start()
+
+    async def run() -> tuple[Any, int]:
+        done = anyio.Event()
+        out: dict[str, Any] = {}
+        async with Client(app.mcp) as client, anyio.create_task_group() as tg:
+            async def send() -> None:
+                out["sent"] = await client.call_tool("send_message", {"channel": "bob", "content": "hi"})
+                done.set()
+
+            tg.start_soon(send)
+            for _ in range(3):
+                await client.list_tools()  # the loop answers while the send waits for the lock
+            assert not done.is_set()
+            watchdog.cancel()
+            lock.release()
+            await done.wait()
+        return out["sent"], threading.get_ident()
+
+    try:
+        sent, loop = anyio.run(run)
+    finally:
+        watchdog.cancel()
+        app.db.close()
+    assert not sent.is_error, sent.content
+    assert len(seen) == 1 and seen[0] != loop
+
+
 def test_a_write_that_committed_waits_instead_of_starting_over(tmp_path) -> None:
     """Inline, once a write of the call committed, a lock waits as usual: the call never runs twice."""
     app = make_app(tmp_path)

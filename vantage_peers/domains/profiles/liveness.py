@@ -19,7 +19,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from ...core import sdk
+from ...core import inline, sdk
 from ...core.ids import new_id, now_ms
 from ...core.parties import SYSTEM
 from ..leases import store as leases
@@ -180,7 +180,9 @@ def first_answer(app: App) -> Any:
             return None
         if state.checked and not (state.pending and time.monotonic() - state.last_check >= RECHECK_SECONDS):
             return None
-        with state.lock:
+        if not state.lock.acquire(blocking=not inline.active()):
+            raise inline.WouldWait  # a quick call on the event loop never waits for another call's check
+        try:
             if state.checked and not state.pending:
                 return None
             state.last_check = time.monotonic()
@@ -191,6 +193,8 @@ def first_answer(app: App) -> Any:
                 log.warning("inherited-lease check skipped: %s", exc)
                 return None
             state.checked = True
+        finally:
+            state.lock.release()
         if items:
             label = who + (f"/{state.me.instance}" if state.me.instance else "")
             app.notice("inheritedLeases", items)
