@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from mcp.types import CallToolResult, TextContent
 
-from vantage_peers.core.compact import SNIPPET_CHARS, Compact, check_detail, dense_text, one_line, shape
+from vantage_peers.core.compact import SNIPPET_CHARS, Compact, check_detail, one_line, shape
 from vantage_peers.core.errors import InvalidArgument
 
 pytestmark = pytest.mark.fast
@@ -38,12 +37,21 @@ def test_shape_compacts_by_default_and_leaves_full_and_lite_alone():
         check_detail("short")
 
 
-def test_dense_text_is_the_structured_content_without_indentation():
-    data = {"items": [{"_id": "m1", "snippet": "é"}]}
-    result = CallToolResult(content=[TextContent(type="text", text=json.dumps(data, indent=2))],
-                            structured_content=data)
-    dense = dense_text(result)
-    assert json.loads(dense.content[0].text) == data and "\n" not in dense.content[0].text
-    assert len(dense.content[0].text) < len(result.content[0].text)
-    two = result.model_copy(update={"content": [*result.content, TextContent(type="text", text="{}")]})
-    assert dense_text(two) is two  # warnings or notices in a second block: left as the pipeline made them
+def test_dense_tools_answer_their_structured_content_as_unindented_text(tools):
+    """check_messages and the list tools: one text block, the structured content without indentation
+    (UTF-8 kept); a tool not declared dense keeps the SDK's indented text."""
+    for i in range(3):
+        tools.call("send_message", channel="me", content=f"été {i}", **{"from": "you"})
+    inbox = tools.raw("check_messages", recipient="me")
+    listed = tools.raw("list_messages", channel="me")
+    for result in (inbox, listed):
+        assert len(result.content) == 1
+        text = result.content[0].text
+        data = result.structured_content
+        assert "\n" not in text and "été" in text
+        assert json.loads(text) == (data["result"] if set(data) == {"result"} else data)
+    assert len(json.loads(inbox.content[0].text)) == 3
+    assert len(inbox.content[0].text) < len(json.dumps(inbox.structured_content["result"], indent=2,
+                                                       ensure_ascii=False))
+    shown = tools.raw("get_message", messageId=inbox.structured_content["result"][0]["messageId"])
+    assert "\n" in shown.content[0].text  # not dense: as the SDK writes it

@@ -283,7 +283,7 @@ def test_a_list_answer_is_converted_once_with_the_sdks_structured_content(app, t
     assert len(raw.content) == 1
     items = raw.structured_content["result"]
     assert [m["content"] for m in items] == ["é 0", "é 1", "é 2"]
-    assert raw.content[0].text == json.dumps(items, indent=2, ensure_ascii=False)
+    assert raw.content[0].text == json.dumps(items, ensure_ascii=False, separators=(",", ":"))  # dense (compact.py)
     tool = next(t for t in app.tools if t.name == "check_messages")
     sdk = tool.fn_metadata.convert_result(items)
     assert tool._converted(items).structured_content == sdk.structured_content

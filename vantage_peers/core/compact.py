@@ -8,16 +8,17 @@ the whole documents, and `get_<thing>` fetches one. Five items fit in about 1 KB
 `Compact` names, per tool family, the keys kept and the text the snippet comes from; `shape` applies
 it to an answer (`{items, ...}` or a bare list). An explicit `fields: "lite"` keeps its own projection
 (the documented lite keys): `detail` shapes the default, full-document answer only.
-`dense_text` renders the text content as compact JSON (the SDK indents it, ≈40 % more bytes).
+`dense_text_for` makes a tool's text content compact JSON (the SDK indents it, ≈40 % more bytes).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
+
+import pydantic_core
 
 from .errors import InvalidArgument
 
@@ -90,19 +91,18 @@ def shape(answer: Any, detail: str | None, spec: Compact, *, fields: str | None 
     return answer
 
 
-def dense_text(result: Any) -> Any:
-    """A tool result whose one text block is its structured content re-rendered without indentation
-    (a result hook, `App.on_result`): same JSON, fewer bytes in the agent's context."""
-    data = getattr(result, "structured_content", None)
-    content = list(getattr(result, "content", None) or [])
-    if not isinstance(data, dict) or len(content) != 1 or getattr(content[0], "type", None) != "text":
-        return result
-    value = data["result"] if set(data) == {"result"} else data
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return result.model_copy(update={"content": [content[0].model_copy(update={"text": text})]})
-
-
 def dense_text_for(app: Any, names: Sequence[str]) -> None:
-    """Register `dense_text` on the tools `names` of `app`."""
-    for name in names:
-        app.on_result(name, dense_text)
+    """The tools `names` of `app` answer dense text: the pipeline renders their one text block as
+    compact JSON (pipeline/calls.py `_visible`) instead of the SDK's indented one."""
+    app.dense_text.update(names)
+
+
+def indented_json(value: Any) -> str:
+    """JSON text as the SDK writes a dict answer (indented by 2, UTF-8 kept), by pydantic_core's encoder:
+    json.dumps(indent=2) is Python's pure encoder, ~9x slower (0.09 ms for 20 messages)."""
+    return pydantic_core.to_json(value, indent=2, fallback=str).decode()
+
+
+def dense_json(value: Any) -> str:
+    """The same JSON without indentation (UTF-8 kept): ~40 % fewer bytes in the agent's context."""
+    return pydantic_core.to_json(value, fallback=str).decode()

@@ -80,6 +80,7 @@ class App:
         self.routes: list[Any] = []
         self.server_hooks: list[Callable[[MCPServer], None]] = []
         self.result_hooks: dict[str, list[Callable[[Any], Any]]] = {}
+        self.dense_text: set[str] = set()  # tools whose text block is compact JSON (core/compact.py)
         self.presence_hooks: list[Callable[[Any, str, str | None], Any]] = []
         # Toolsets (toolsets.py): the set of each tool, and the sets this session has enabled.
         self.toolset_of: dict[str, str] = {}

@@ -38,6 +38,7 @@ class Host(Protocol):
     enabled_toolsets: set[str]
     before_call_hooks: list[Callable[[str, dict[str, Any]], dict[str, Any] | None]]
     result_hooks: dict[str, list[Callable[[Any], Any]]]
+    dense_text: set[str]
 
     def warn(self, message: str) -> None: ...
 

@@ -27,7 +27,8 @@ def register(app: App) -> None:
     app.add_record("message", declared_loader("message"))
     app.add_record("receipt", declared_loader("receipt"))
     tools_delivery.register(app)  # acknowledgements, delivery status, redelivery job, inbox resources
-    dense_text_for(app, ("list_messages", "search_messages_by_keyword"))
+    # check_messages too: its messages stay whole (it delivers), only the indentation goes.
+    dense_text_for(app, ("list_messages", "search_messages_by_keyword", "check_messages"))
 
     @app.tool("write", identity="from", instance="fromInstanceId", idempotent=True, quick=True)
     def send_message(
