@@ -130,10 +130,15 @@ def expire_due(conn: Connection, *, now: int, kind: str | None = None, scope: st
         if value is not None:
             args.append(value)
             where.append(f"{column} = ?{len(args)}")
+    update = f"UPDATE agentLeases SET releasedAt = ?1, releaseReason = 'expired', releasedBy = '{SYSTEM}' "
+    if key is not None and kind is not None and scope is not None:
+        # One key holds at most its capacity unreleased (checkout_task's lazy expiry, every call): the
+        # plain UPDATE reads the active index, where the oldest-first LIMIT subquery sorted (5 vs 44 µs).
+        return sorted(conn.query(f"{update}WHERE {' AND '.join(where)} RETURNING *", args),
+                      key=lambda r: (r["expiresAt"], r["seq"]))
     args.append(limit)
     return conn.query(
-        f"UPDATE agentLeases SET releasedAt = ?1, releaseReason = 'expired', releasedBy = '{SYSTEM}' "
-        f"WHERE seq IN (SELECT seq FROM agentLeases WHERE {' AND '.join(where)} ORDER BY expiresAt "
+        f"{update}WHERE seq IN (SELECT seq FROM agentLeases WHERE {' AND '.join(where)} ORDER BY expiresAt "
         f"LIMIT ?{len(args)}) RETURNING *", args)
 
 
@@ -185,9 +190,13 @@ def by_ids(conn: Connection, ids: Iterable[str]) -> list[Row]:
     return conn.query(f"SELECT * FROM agentLeases WHERE id IN ({marks}) ORDER BY seq", ids)
 
 
-def latest(conn: Connection, *, kind: str, scope: str, key: str) -> Row | None:
-    """The most recent grant of a key (highest fencing token)."""
-    return conn.one("SELECT * FROM agentLeases WHERE kind = ? AND scope = ? AND key = ? "
+LATEST_STATE = "holder, releasedAt, expiresAt, releaseReason"  # what a claim's state needs (eligibility.py)
+
+
+def latest(conn: Connection, *, kind: str, scope: str, key: str, columns: str = "*") -> Row | None:
+    """The most recent grant of a key (highest fencing token); `columns` a code constant (LATEST_STATE:
+    half the time of every column on the checkout path)."""
+    return conn.one(f"SELECT {columns} FROM agentLeases WHERE kind = ? AND scope = ? AND key = ? "
                     "ORDER BY fencingToken DESC, seq DESC LIMIT 1", (kind, scope, key))
 
 

@@ -62,7 +62,7 @@ def lapsed(conn: Connection, task: Mapping[str, Any], now: int) -> bool:
         return False
     if task["status"] == "todo" and task.get("lapsedAt") is not None:
         return True
-    last = leases.latest(conn, kind="task", scope="", key=task["id"])
+    last = leases.latest(conn, kind="task", scope="", key=task["id"], columns=leases.LATEST_STATE)
     if last is None or last["holder"] != task["assignedTo"]:
         return False
     if last["releasedAt"] is None:
