@@ -4,6 +4,10 @@ Peers with their last seen and whether a server process of theirs is live (its h
 #30: docs/presence.md), the server processes, unread receipts per recipient, open tasks per
 assignee, the scheduler's jobs (cadence, and which process holds a job's lease right now) and the
 leases in force (task claims, path reservations, slots) with their holders and expiry.
+
+It reads the file without building the app or importing the MCP SDK (#34: a person waits on it):
+the jobs and corpora every process registers are stored in `status_registry.json`, generated from
+a full registration and held to it by tests/entry/test_status_registry.py.
 """
 
 from __future__ import annotations
@@ -11,11 +15,57 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from .pipeline.settings import Settings
 
 OPEN_TASK_STATUSES = ("todo", "in_progress", "review", "blocked")
+REGISTRY = Path(__file__).with_name("status_registry.json")
+
+
+@dataclass(frozen=True)
+class StoredCorpus:
+    """What the embedding backlog reads of a corpus (search.corpus.Corpus): its name and job table."""
+
+    name: str
+    jobs: str
+
+
+def generate(app: Any) -> dict[str, Any]:
+    """The registry file's content, from an App on which every domain registered: each job with its
+    cadence in registration order, each corpus in serving order."""
+    from .domains.memory import indexer
+
+    return {"jobs": [[name, app.job_schedules.get(name, {}).get("every_seconds"),
+                      app.job_schedules.get(name, {}).get("cron")] for name, _fn in app.jobs],
+            "corpora": [[c.name, c.jobs] for c in indexer.corpora_of(app.corpora)]}
+
+
+def render_registry(content: dict[str, Any]) -> str:
+    """One entry per line (a diff shows the job that changed)."""
+    parts = [f' "{key}": [\n' + ",\n".join(f"  {json.dumps(entry)}" for entry in content[key]) + "\n ]"
+             for key in ("jobs", "corpora")]
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def reader(settings: Settings) -> Any:
+    """What collect() reads: the database and the stored registry (a full app if the file is unreadable)."""
+    try:
+        stored = json.loads(REGISTRY.read_text(encoding="utf-8"))
+        jobs = [(str(name), None) for name, _every, _cron in stored["jobs"]]
+        schedules = {str(name): {"every_seconds": every, "cron": cron} for name, every, cron in stored["jobs"]}
+        corpora = [StoredCorpus(str(name), str(table)) for name, table in stored["corpora"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        from .server import create_app
+
+        return create_app(settings, serve=False)
+    from .db import open_database
+
+    return SimpleNamespace(settings=settings, db=open_database(settings), jobs=jobs, job_schedules=schedules,
+                           corpora=corpora)
 
 
 def collect(app: Any) -> dict[str, Any]:
@@ -177,10 +227,8 @@ def render(data: dict[str, Any]) -> str:
 
 
 def run_status(settings: Settings | None = None, *, as_json: bool = False, out=None) -> int:
-    from .server import create_app
-
     out = out or sys.stdout
-    app = create_app(settings or Settings.from_env(), serve=False)  # no MCP server: nothing is served (#34)
+    app = reader(settings or Settings.from_env())  # no app, no MCP server: nothing is served (#34)
     try:
         data = collect(app)
     finally:

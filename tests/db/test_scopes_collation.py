@@ -16,7 +16,8 @@ import pytest
 from support import postgres
 
 from vantage_peers.core import sdk
-from vantage_peers.core.scopes import BYTE_ORDER, Principal, ScopeProfile
+from vantage_peers.core.principal import Principal
+from vantage_peers.core.scopes import BYTE_ORDER, ScopeProfile
 from vantage_peers.db.dialect import to_postgres
 from vantage_peers.domains.memory import store
 from vantage_peers.search.vectors import Scope

@@ -9,7 +9,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.mcpserver.exceptions import ResourceError
 
 from vantage_peers.core import scopes as profiles
-from vantage_peers.core.scopes import Principal
+from vantage_peers.core.principal import Principal
 from vantage_peers.domains.memory.store import scope_of, scope_sql
 from vantage_peers.http.asgi import build_http_app
 from vantage_peers.http.profiles import MASTER_PROFILE

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from starlette.requests import Request
 
-from vantage_peers.core.scopes import Principal, ScopeProfile
+from vantage_peers.core.principal import Principal
+from vantage_peers.core.scopes import ScopeProfile
 from vantage_peers.http.push import Refused, event_id, parse_event_id, stream_params
 from vantage_peers.http.push_client import sse_events, stream_url
 

@@ -21,7 +21,8 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.mcpserver.exceptions import ResourceError
 
 from vantage_peers.core import parties
-from vantage_peers.core.scopes import Principal, ScopeProfile
+from vantage_peers.core.principal import Principal
+from vantage_peers.core.scopes import ScopeProfile
 from vantage_peers.pipeline import policy
 
 ID_ARG = re.compile(r"(Id|Ids|Name)$|^(id|ids|key|name|repo)$")

@@ -20,7 +20,8 @@ from conftest import Tools
 from mcp.server.mcpserver.exceptions import ResourceError
 
 from vantage_peers.core import parties, sdk
-from vantage_peers.core.scopes import Principal, ScopeProfile
+from vantage_peers.core.principal import Principal
+from vantage_peers.core.scopes import ScopeProfile
 
 pytestmark = pytest.mark.backends
 REFUSED = ("RBAC_DENIED", "FORBIDDEN")

@@ -1,6 +1,7 @@
 """Scopes: which namespaces a credential reads and writes, which orchestrators it acts as.
 
-Transport-neutral: the HTTP layer turns a token into a `Principal` carrying a `ScopeProfile`; the
+Transport-neutral, and free of the MCP SDK (`vantage-peers status` reads through it): the HTTP layer
+turns a token into a `Principal` (principal.py) carrying a `ScopeProfile`; the
 call pipeline (calls.py / policy.py) applies it the same way to every tool. A namespace N is inside
 a prefix P when P is `*`, N == P, or N starts with `P/` (a trailing `/` or `/*` on P means the same).
 
@@ -15,9 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal
-
-from mcp.server.auth.provider import AccessToken
-from pydantic import ConfigDict
 
 # Whose messages and tasks a token reads (docs/policy.md, "Who reads what"): `own` = those its
 # identities are parties to (the default); `team` = every one (the issue's `read: team/*`).
@@ -93,17 +91,3 @@ def sql_filter(prefixes: tuple[str, ...], column: str) -> tuple[str, list[Any]]:
         parts.append(f"({column} = ? OR ({byte_range(column)}))")
         params += [base, base + "/", base + "0"]
     return ("(" + " OR ".join(parts) + ")") if parts else "0", params
-
-
-class Principal(AccessToken):
-    """An authenticated caller: the master bearer, an OAuth access token, or a Clerk user bearer."""
-
-    # defer_build: an HTTP caller only; the stdio server never builds its validator (#34)
-    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
-    kind: str  # "master" | "oauth" | "clerk"
-    profile: ScopeProfile
-    family: str | None = None  # OAuth grant the token belongs to (revocation revokes the family)
-
-    @property
-    def is_master(self) -> bool:
-        return self.profile.master

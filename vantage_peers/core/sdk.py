@@ -16,7 +16,7 @@ from mcp.server.lowlevel import NotificationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared._context_streams import create_context_streams  # private: the streams the server loop reads
 
-from .scopes import Principal
+from .principal import Principal
 
 __all__ = ["create_context_streams", "current_principal", "claim_stdin", "claim_stdout", "lowlevel",
            "announce_list_changed", "add_resource_template", "wrap_read_resource"]

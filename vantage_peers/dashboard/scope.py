@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.scopes import Principal, ScopeProfile
+from ..core.principal import Principal
+from ..core.scopes import ScopeProfile
 from ..pipeline import policy
 
 

@@ -6,5 +6,5 @@ SQLite), `handlers` (where the SDK's endpoints are extended), `consent` (the app
 `cimd*` (client id metadata documents), `admin`, `clerk`, `asgi` (the app factory), `serve` and
 `token_cli` (the subcommands), `doctor` (HTTP checks), `health` / `metrics*` / `logs` (probes,
 Prometheus metrics, request ids and JSON logs: the operator's view, issue #31). The HTTP layer only turns a token into a
-`scopes.Principal`; what a principal may do is decided by the call pipeline (calls.py, policy.py).
+`principal.Principal`; what a principal may do is decided by the call pipeline (calls.py, policy.py).
 """

@@ -25,7 +25,7 @@ from starlette.routing import Route
 
 from ..core.errors import NotFound, VantageError
 from ..core.ids import now_ms
-from ..core.scopes import Principal
+from ..core.principal import Principal
 from ..db import Database
 from . import profiles, store
 from .tokens import new_client_id, new_secret

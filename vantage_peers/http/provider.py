@@ -28,7 +28,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from ..core.errors import VantageError
 from ..core.ids import new_id, now_ms
-from ..core.scopes import Principal
+from ..core.principal import Principal
 from ..db import Database
 from . import profiles, store
 from .cimd import CimdRefused, CimdUnreachable, DocumentCache, is_cimd_client_id

@@ -21,8 +21,9 @@ from typing import Any
 
 from ..core import parties, rbac
 from ..core.errors import Forbidden, InvalidArgument, VantageError
+from ..core.principal import Principal
 from ..core.rbac import SYSTEM, Actor
-from ..core.scopes import Principal, allows, within
+from ..core.scopes import allows, within
 from ..core.validators import check_name
 
 # Arguments that, on a write, name an orchestrator the call acts as (checked against a token's
