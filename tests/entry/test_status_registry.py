@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from support.generated import check_generated
 
 from vantage_peers import status
 
@@ -18,10 +19,7 @@ pytestmark = pytest.mark.fast
 def test_the_registry_file_matches_a_full_registration(app):
     """Fails when a job or corpus was added, renamed or rescheduled without regenerating the file."""
     text = status.render_registry(status.generate(app))
-    if os.environ.get("VP_UPDATE_SNAPSHOTS") == "1":
-        status.REGISTRY.write_text(text, encoding="utf-8")
-    assert status.REGISTRY.read_text(encoding="utf-8") == text, (
-        f"{status.REGISTRY.name} is stale: VP_UPDATE_SNAPSHOTS=1 uv run pytest -n 0 tests/entry/test_status_registry.py")
+    check_generated(status.REGISTRY, text, "tests/entry/test_status_registry.py")
     assert json.loads(text)["jobs"][-1][0] == "idempotency-keys" and len(json.loads(text)["jobs"]) == len(app.jobs)
 
 

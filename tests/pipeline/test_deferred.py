@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from conftest import make_settings, open_tools
+from support.generated import check_generated
 
 from vantage_peers.pipeline import deferred, toolsets
 from vantage_peers.pipeline.scheduler import Scheduler
@@ -41,10 +42,7 @@ def _registry(app) -> dict:
 def test_the_file_holds_every_domains_tools(app):
     """Fails when a tool was added, renamed or moved without regenerating the file."""
     text = deferred.render(deferred.generate(app))
-    if os.environ.get("VP_UPDATE_SNAPSHOTS") == "1":
-        deferred.FILE.write_text(text, encoding="utf-8")
-    assert deferred.FILE.read_text(encoding="utf-8") == text, (
-        f"{deferred.FILE.name} is stale: VP_UPDATE_SNAPSHOTS=1 uv run pytest -n 0 tests/pipeline/test_deferred.py")
+    check_generated(deferred.FILE, text, "tests/pipeline/test_deferred.py")
 
 
 def test_core_defers_the_other_domains_and_answers_as_a_full_registration(pair):

@@ -5,7 +5,6 @@ entry never listed; only enabled toolsets' tools prepared."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from typing import Annotated
@@ -14,6 +13,7 @@ import anyio
 import pytest
 from conftest import make_settings, open_tools
 from pydantic import BaseModel, Field
+from support.generated import check_generated
 from support.paths import REPO
 
 from vantage_peers.pipeline import calls, prebuilt
@@ -45,10 +45,7 @@ def _listing(app) -> str:
 def test_the_file_holds_what_a_full_build_makes(app):
     """Fails when a tool's arguments or return type changed without regenerating the file."""
     text = prebuilt.render(prebuilt.generate(prebuilt.app_shapes(app)))
-    if os.environ.get("VP_UPDATE_SNAPSHOTS") == "1":
-        prebuilt.FILE.write_text(text, encoding="utf-8")
-    assert prebuilt.FILE.read_text(encoding="utf-8") == text, (
-        f"{prebuilt.FILE.name} is stale: VP_UPDATE_SNAPSHOTS=1 uv run pytest -n 0 tests/pipeline/test_prebuilt.py")
+    check_generated(prebuilt.FILE, text, "tests/pipeline/test_prebuilt.py")
     assert len(json.loads(text)["tools"]) == len(app.tools)
 
 
