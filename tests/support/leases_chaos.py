@@ -83,7 +83,9 @@ def worker_main(path: str, who: str, instance: str, log: str, seed: str, ttl_ms:
         if lease_id is None:
             time.sleep(rng.uniform(0.005, 0.03))
             continue
-        note("grant", kind, key, token, holder, lease_id)
+        # When the grant was seen committed: a sweep that started earlier could not see it (a frozen or
+        # descheduled worker may commit long after the `now` its lease's expiry counts from).
+        note("grant", kind, key, token, holder, lease_id, now_ms())
         for _ in range(rng.randint(1, 4)):
             # Renew, then use: a lease that lapsed (a slow holder) is never used.
             if not db.write(lambda c, i=lease_id: leases.renew(c, ids=[i], holder=who, now=now_in(c))):
@@ -257,8 +259,10 @@ def check(result: dict[str, Any]) -> dict[str, Any]:
             if same and a["holder"] != b["holder"]:
                 b_end = min(b["releasedAt"] or b["expiresAt"], b["expiresAt"])
                 assert b_end <= a["grantedAt"] or b["grantedAt"] >= a_end, f"overlapping holders: {a['id']} {b['id']}"
-    # 3. every lease of a killed holder released by the first sweep at or after its expiry
+    # 3. every lease of a killed holder released by the first sweep at or after its expiry (and after
+    # its grant was committed, when the holder lived to log that)
     ticks = sorted(result["ticks"])
+    committed = {rec[5]: rec[6] for rec in records if rec[0] == "grant" and len(rec) > 6}
     delays = []
     for r in rows:
         holder = f"{r['holder']}/{r['holderInstance']}"
@@ -266,7 +270,8 @@ def check(result: dict[str, Any]) -> dict[str, Any]:
             continue
         assert r["releasedAt"] is not None, f"lease {r['id']} of killed {holder} never released"
         if r["releaseReason"] == "expired":
-            first = next((t for t in ticks if t >= r["expiresAt"]), None)
+            due = max(r["expiresAt"], committed.get(r["id"], r["expiresAt"]))
+            first = next((t for t in ticks if t >= due), None)
             assert first is not None and r["releasedAt"] <= first, (
                 f"lease {r['id']} expired at {r['expiresAt']} but released at {r['releasedAt']} (tick {first})")
             delays.append(r["releasedAt"] - result["killed"][holder])

@@ -43,6 +43,9 @@ def test_the_checker_catches_two_holders_and_a_late_release():
             "fencingToken": 1, "grantedAt": 0, "expiresAt": 50, "releasedAt": 200, "releaseReason": "expired"}
     with pytest.raises(AssertionError, match="released at 200"):
         leases_chaos.check({**base, "records": [], "rows": [late], "killed": {"a/1": 10}})
+    # A grant committed after the sweep at 100 began (a frozen worker): the sweep at 200 is the first due.
+    committed_late = [["grant", "slot", "deploy", 1, "a/1", "lse_1", 150]]
+    leases_chaos.check({**base, "records": committed_late, "rows": [late], "killed": {"a/1": 10}})
     never = {**late, "releasedAt": None, "releaseReason": None}
     with pytest.raises(AssertionError, match="never released"):
         leases_chaos.check({**base, "records": [], "rows": [never], "killed": {"a/1": 10}})
