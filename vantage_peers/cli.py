@@ -69,7 +69,7 @@ def _reindex() -> int:
     from .server import create_app
 
     # #20: the corpora to re-embed are those the domains register on the app; the MCP server on it is
-    # not built (serve=False, as `status`): reindex serves no tool.
+    # not built (serve=False): reindex serves no tool.
     app = create_app(serve=False)
     try:
         return reindex(app.settings, app.db, corpora=app.corpora)

@@ -103,9 +103,10 @@ def register_domain(app: App, position: int, name: str) -> None:
 
 
 def create_app(settings: Settings | None = None, *, serve: bool = True, lazy: bool = False) -> App:
-    """The registry with every domain registered and, unless `serve` is false (`status` reads only
-    the registry: jobs, corpora), the MCP server composed on it. `lazy` (the stdio server) leaves the
-    domains for later, listing their tools from the stored files (pipeline/deferred.py)."""
+    """The registry with every domain registered and, unless `serve` is false (reindex reads only the
+    registry's corpora; `status` too, when its status_registry.json is unreadable), the MCP server
+    composed on it. `lazy` (the stdio server) leaves the domains for later, listing their tools from
+    the stored files (pipeline/deferred.py)."""
     settings = settings or Settings.from_env()
     db = open_database(settings)
     app = App(settings, db)
