@@ -222,3 +222,28 @@ def test_update_to_in_progress_applies_the_running_task_rule(tools):
     assert tools.call("get_task", taskId=b)["status"] == "todo"
     tools.call("update_task", taskId=b, status="in_progress")  # no caller: no per-caller rule
     assert tools.call("get_task", taskId=b)["status"] == "in_progress"
+
+
+def test_a_checkout_supersedes_a_claim_left_open_and_the_files_it_reserved(app, tools, tmp_path):
+    """A todo task still carrying an open claim (and the files reserved with it) — say, its row set
+    back by hand — is checked out by another: one statement supersedes both, the claim by the new
+    holder, the reservations by `system`; the new claim and its reservations are the only ones open."""
+    from vantage_peers.domains.tasks import lifecycle
+
+    repo = str(tmp_path)
+    tid = tools.call("create_task", title="t", priority="low", createdBy="boss", files=["src/a.py"])
+    tid = tid["taskId"] if isinstance(tid, dict) else tid
+    first = app.db.write(lambda c: lifecycle.checkout_task(c, task_id=tid, caller="w1", instance=None, now=1_000,
+                                                           ttl=10**12, reserve_files=True, repo=repo))
+    assert first["claimed"] and first["reservations"]
+    app.db.write(lambda c: c.execute("UPDATE tasks SET status = 'todo' WHERE id = ?", (tid,)))
+    second = app.db.write(lambda c: lifecycle.checkout_task(c, task_id=tid, caller="w2", instance=None, now=2_000,
+                                                            ttl=10**12, reserve_files=True, repo=repo))
+    assert second["claimed"] and second["fencingToken"] > first["fencingToken"]
+    rows = app.db.read(lambda c: c.query("SELECT kind, holder, releasedAt, releaseReason, releasedBy, claimOf "
+                                         "FROM agentLeases ORDER BY seq"))
+    old = [r for r in rows if r["holder"] == "w1"]
+    assert sorted((r["kind"], r["releaseReason"], r["releasedBy"], r["releasedAt"]) for r in old) == [
+        ("path", "superseded", "system", 2_000), ("task", "superseded", "w2", 2_000)]
+    assert [(r["kind"], r["releasedAt"]) for r in rows if r["holder"] == "w2"] == [("task", None), ("path", None)]
+    assert all(r["claimOf"] == tid for r in rows if r["kind"] == "path")
