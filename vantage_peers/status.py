@@ -39,8 +39,8 @@ def generate(app: Any) -> dict[str, Any]:
     cadence in registration order, each corpus in serving order."""
     from .domains.memory import indexer
 
-    return {"jobs": [[name, app.job_schedules.get(name, {}).get("every_seconds"),
-                      app.job_schedules.get(name, {}).get("cron")] for name, _fn in app.jobs],
+    schedules = [(name, app.job_schedules.get(name, {})) for name, _fn in app.jobs]
+    return {"jobs": [[name, s.get("every_seconds"), s.get("cron")] for name, s in schedules],
             "corpora": [[c.name, c.jobs] for c in indexer.corpora_of(app.corpora)]}
 
 

@@ -42,7 +42,7 @@ def test_status_from_the_registry_reads_what_the_full_app_reads(app, tools, sett
     assert [j["name"] for j in light["jobs"]] == [name for name, _ in app.jobs]
 
 
-def test_status_imports_neither_the_sdk_nor_a_tool_module(db_path, sqlite_template, tmp_path):
+def test_status_imports_neither_the_sdk_nor_a_tool_module(db_path, tmp_path):
     """What the console script does for `status`, in a fresh interpreter: no `mcp`, no domain tools (the
     SDK's exceptions module alone, which core/errors.py loads by path without the package)."""
     code = ("import sys; from vantage_peers.cli import main; rc = main(['status']); "

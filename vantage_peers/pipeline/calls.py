@@ -330,11 +330,11 @@ class PipelineTool(Tool):
         wrapped = self.fn_metadata.wrap_output and isinstance(data, dict) and "result" in data
         value = data["result"] if wrapped else data
         content = list(result.content)
-        if not content or (wrapped and isinstance(value, list)):
-            # The SDK sends no content for None and one block per item for a list (none when empty).
+        # The SDK sends no content for None and one block per item for a list (none when empty); a
+        # dense tool's one block it wrote indented.
+        if (not content or (wrapped and isinstance(value, list))
+                or (dense and isinstance(data, dict) and len(content) == 1 and content[0].type == "text")):
             content = [TextContent(type="text", text=render(value))]
-        elif dense and isinstance(data, dict) and len(content) == 1 and content[0].type == "text":
-            content = [TextContent(type="text", text=render(value))]  # the SDK wrote it indented
         extra = {k: v for k, v in (notices or {}).items() if not (isinstance(data, dict) and k in data)}
         if warnings and (extra or isinstance(data, dict)):
             extra["warnings"] = warnings

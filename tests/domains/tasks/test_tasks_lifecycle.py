@@ -226,8 +226,8 @@ def test_update_to_in_progress_applies_the_running_task_rule(tools):
 
 def test_a_checkout_supersedes_a_claim_left_open_and_the_files_it_reserved(app, tools, tmp_path):
     """A todo task still carrying an open claim (and the files reserved with it) — say, its row set
-    back by hand — is checked out by another: one statement supersedes both, the claim by the new
-    holder, the reservations by `system`; the new claim and its reservations are the only ones open."""
+    back by hand — is checked out by another: both are superseded, the claim by the new holder, the
+    reservations by `system`; the new claim and its reservations are the only ones open."""
     from vantage_peers.domains.tasks import lifecycle
 
     repo = str(tmp_path)
