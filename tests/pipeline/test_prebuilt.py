@@ -217,3 +217,19 @@ def test_core_prepares_fewer_tools_than_all_and_enable_toolset_prepares_the_rest
         finally:
             app.db.close()
     assert prepared["core"] < prepared["all"] == len(app.tools)
+
+
+def test_a_signature_is_shared_by_closures_of_one_code_with_the_same_defaults():
+    from vantage_peers.pipeline.prebuilt import signature_of
+
+    def make(default: str):
+        def body(a: int, b: str = default) -> dict[str, int]:
+            return {b: a}
+        return body
+
+    first, same, other = make("x"), make("x"), make("y")
+    assert signature_of(first) is signature_of(same)  # built once: every app's closure reuses it
+    assert signature_of(other).parameters["b"].default == "y"  # other defaults: its own signature
+    assert signature_of(first).parameters["b"].default == "x"
+    assert signature_of(first).parameters["a"].annotation is int  # string annotations evaluated
+    assert signature_of(first).return_annotation == dict[str, int]

@@ -30,7 +30,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 
 from ..db import Database
-from . import calls, policy
+from . import calls, policy, prebuilt
 from .policy import Owns, RecordInfo
 from .settings import Settings
 
@@ -258,7 +258,7 @@ class App:
         annotations = KINDS[kind]
 
         def decorator(fn: F) -> F:
-            sig = inspect.signature(fn, eval_str=True)
+            sig = prebuilt.signature_of(fn)
             aliases = calls.aliases_of(sig)
             inverse = {param: alias for alias, param in aliases.items()}
             wire = {inverse.get(n, n) for n in sig.parameters}

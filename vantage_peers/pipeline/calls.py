@@ -361,7 +361,7 @@ async def _notify_tools_changed(context: Any) -> None:
 def _signature(reg: Registered, sig: inspect.Signature | None) -> inspect.Signature:
     """The signature the SDK sees: the body's, plus the pipeline's own `idempotencyKey` argument
     (the body never sees it) on an idempotent tool."""
-    sig = sig or inspect.signature(reg.fn, eval_str=True)
+    sig = sig or prebuilt.signature_of(reg.fn)
     if reg.policy.idempotent:
         extra = inspect.Parameter(idempotency.ARGUMENT, inspect.Parameter.KEYWORD_ONLY, default=None,
                                   annotation=str | None)

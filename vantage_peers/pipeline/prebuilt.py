@@ -29,6 +29,7 @@ import re
 import sys
 import threading
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, get_args, get_origin, is_typeddict
 
@@ -210,3 +211,22 @@ def render(content: dict[str, Any]) -> str:
 
 def app_shapes(app: Any) -> list[Shape]:
     return [tool.fn.vp_shape for tool in app.tools if getattr(tool.fn, "vp_shape", None) is not None]
+
+
+_SIGNATURES: dict[Any, tuple[Any, Any, inspect.Signature]] = {}  # code -> (defaults, kwdefaults, signature)
+
+
+def signature_of(fn: Callable[..., Any]) -> inspect.Signature:
+    """`fn`'s signature with its string annotations evaluated, cached by code. A tool body is a
+    closure that every app makes anew (tests build ~2,000 apps in a process); evaluating its
+    annotations was half of building an app. eval_str reads only the module's globals, so one code
+    object with the same defaults has one signature."""
+    code = getattr(fn, "__code__", None)
+    if code is None or hasattr(fn, "__wrapped__") or hasattr(fn, "__signature__"):
+        return inspect.signature(fn, eval_str=True)
+    cached = _SIGNATURES.get(code)
+    if cached is not None and cached[0] == fn.__defaults__ and cached[1] == fn.__kwdefaults__:
+        return cached[2]
+    sig = inspect.signature(fn, eval_str=True)
+    _SIGNATURES[code] = (fn.__defaults__, fn.__kwdefaults__, sig)
+    return sig
