@@ -201,8 +201,7 @@ def test_readyz_goes_not_ready_while_postgresql_is_stopped(tmp_path):
                     os.kill(pid, signal.SIGCONT)
             wait_ready(server)
     finally:
-        if hasattr(cluster, "cleanup"):
-            cluster.cleanup()
+        postgres.stop_cluster(cluster)  # the postmaster running now is the one this test restarted
 
 
 def _cluster_pids(pgdata: Path) -> list[int]:

