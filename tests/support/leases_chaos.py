@@ -8,9 +8,13 @@ parent then checks, from the log and the file:
 - fencing order: for every key (and every pair of overlapping exclusive path patterns), no use
   with a lower token comes after a use with a higher token: never two holders at once;
 - in the file, the holding intervals [grantedAt, end) of one key never overlap, tokens are unique;
-- every lease of a killed holder was released by the first sweep at or after its expiry (so
-  within TTL + one tick of the holder's last renewal), and none is left unreleased.
-Used by tests/domains/leases/test_leases_chaos.py (seconds) and benchmarks/leases.py.
+- every lease of a killed holder was released by the first sweep at or after its expiry that could
+  see it (so within TTL + one tick of the holder's last renewal when its commit was prompt), never
+  before its expiry, and none is left unreleased. Each sweep records the unreleased leases its own
+  transaction saw: a grant committed late (a frozen or descheduled worker commits long after the
+  `now` its expiry counts from, and may die before it can log the commit) is due at the first sweep
+  that saw it, not at one whose snapshot predates it.
+Used by tests/domains/leases/test_leases_chaos.py (VP_LEASES_CHAOS_SECONDS sets its length).
 """
 
 from __future__ import annotations
@@ -83,9 +87,7 @@ def worker_main(path: str, who: str, instance: str, log: str, seed: str, ttl_ms:
         if lease_id is None:
             time.sleep(rng.uniform(0.005, 0.03))
             continue
-        # When the grant was seen committed: a sweep that started earlier could not see it (a frozen or
-        # descheduled worker may commit long after the `now` its lease's expiry counts from).
-        note("grant", kind, key, token, holder, lease_id, now_ms())
+        note("grant", kind, key, token, holder, lease_id)
         for _ in range(rng.randint(1, 4)):
             # Renew, then use: a lease that lapsed (a slow holder) is never used.
             if not db.write(lambda c, i=lease_id: leases.renew(c, ids=[i], holder=who, now=now_in(c))):
@@ -140,7 +142,17 @@ def run(tmp: Path, *, seconds: float, workers: int = 4, ttl_ms: int = 1500, tick
     db = open_target(target, busy_timeout_ms=10_000)
     procs: dict[int, tuple[subprocess.Popen, str]] = {}  # slot -> (process, "who/instance")
     killed: dict[str, int] = {}  # holder "who/instance" -> kill time (ms)
-    ticks: list[int] = []
+    ticks: list[tuple[int, list[str]]] = []  # (sweep time, unreleased lease ids its transaction saw)
+
+    def tick() -> None:
+        t = now_ms()
+
+        def work(c) -> list[str]:
+            seen = [r["id"] for r in c.query("SELECT id FROM agentLeases WHERE releasedAt IS NULL")]
+            sweep.expire_due(c, now=t)
+            return seen
+
+        ticks.append((t, db.write(work)))
     up: dict[str, float] = {}  # holder -> when its "start" line was seen
     offset = 0
     n = 0
@@ -163,9 +175,7 @@ def run(tmp: Path, *, seconds: float, workers: int = 4, ttl_ms: int = 1500, tick
     while time.monotonic() < deadline:
         now_m = time.monotonic()
         if now_m >= next_tick:
-            t = now_ms()
-            db.write(lambda c, t=t: sweep.expire_due(c, now=t))
-            ticks.append(t)
+            tick()
             next_tick = now_m + tick_ms / 1000
         if log.exists():  # which workers are up (imports take seconds on a loaded machine)
             with log.open() as f:
@@ -192,9 +202,7 @@ def run(tmp: Path, *, seconds: float, workers: int = 4, ttl_ms: int = 1500, tick
     live = {holder for _, holder in procs.values()}
     hold_deadline = time.monotonic() + 120
     while time.monotonic() < hold_deadline:
-        t = now_ms()
-        db.write(lambda c, t=t: sweep.expire_due(c, now=t))
-        ticks.append(t)
+        tick()
         for proc, _ in procs.values():  # frozen, so a lease seen held is still held at the kill
             proc.send_signal(signal.SIGSTOP)
         held = db.read(lambda c: c.query("SELECT holder, holderInstance FROM agentLeases WHERE releasedAt IS NULL"))
@@ -209,13 +217,9 @@ def run(tmp: Path, *, seconds: float, workers: int = 4, ttl_ms: int = 1500, tick
         killed[holder] = now_ms()
     end = time.monotonic() + (ttl_ms + 2 * tick_ms) / 1000
     while time.monotonic() < end:
-        t = now_ms()
-        db.write(lambda c, t=t: sweep.expire_due(c, now=t))
-        ticks.append(t)
+        tick()
         time.sleep(tick_ms / 1000)
-    t = now_ms()
-    db.write(lambda c, t=t: sweep.expire_due(c, now=t))
-    ticks.append(t)
+    tick()
     rows = db.read(lambda c: c.query("SELECT * FROM agentLeases ORDER BY seq"))
     db.close()
     records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
@@ -259,10 +263,9 @@ def check(result: dict[str, Any]) -> dict[str, Any]:
             if same and a["holder"] != b["holder"]:
                 b_end = min(b["releasedAt"] or b["expiresAt"], b["expiresAt"])
                 assert b_end <= a["grantedAt"] or b["grantedAt"] >= a_end, f"overlapping holders: {a['id']} {b['id']}"
-    # 3. every lease of a killed holder released by the first sweep at or after its expiry (and after
-    # its grant was committed, when the holder lived to log that)
+    # 3. every lease of a killed holder released, never before its expiry, and by the first sweep at or
+    # after its expiry whose transaction saw it (a worker's lazy expiry may come first)
     ticks = sorted(result["ticks"])
-    committed = {rec[5]: rec[6] for rec in records if rec[0] == "grant" and len(rec) > 6}
     delays = []
     for r in rows:
         holder = f"{r['holder']}/{r['holderInstance']}"
@@ -270,9 +273,9 @@ def check(result: dict[str, Any]) -> dict[str, Any]:
             continue
         assert r["releasedAt"] is not None, f"lease {r['id']} of killed {holder} never released"
         if r["releaseReason"] == "expired":
-            due = max(r["expiresAt"], committed.get(r["id"], r["expiresAt"]))
-            first = next((t for t in ticks if t >= due), None)
-            assert first is not None and r["releasedAt"] <= first, (
+            assert r["releasedAt"] >= r["expiresAt"], f"lease {r['id']} released as expired before its expiry"
+            first = next((t for t, seen in ticks if t >= r["expiresAt"] and r["id"] in seen), None)
+            assert first is None or r["releasedAt"] <= first, (
                 f"lease {r['id']} expired at {r['expiresAt']} but released at {r['releasedAt']} (tick {first})")
             delays.append(r["releasedAt"] - result["killed"][holder])
     grants = sum(1 for rec in records if rec[0] == "grant")

@@ -30,7 +30,8 @@ def test_the_checker_catches_two_holders_and_a_late_release():
     """The invariants above can fail: fed a violation, check() says so."""
     import pytest
 
-    base = {"rows": [], "ticks": [0, 100, 200], "killed": {}, "ttl_ms": 50, "tick_ms": 100}
+    saw = ["lse_1"]  # every sweep's transaction saw the lease unreleased
+    base = {"rows": [], "ticks": [(0, saw), (100, saw), (200, saw)], "killed": {}, "ttl_ms": 50, "tick_ms": 100}
     two = [["use", "slot", "deploy", 2, "b/1"], ["use", "slot", "deploy", 1, "a/1"]]
     with pytest.raises(AssertionError, match="two holders"):
         leases_chaos.check({**base, "records": two})
@@ -43,9 +44,13 @@ def test_the_checker_catches_two_holders_and_a_late_release():
             "fencingToken": 1, "grantedAt": 0, "expiresAt": 50, "releasedAt": 200, "releaseReason": "expired"}
     with pytest.raises(AssertionError, match="released at 200"):
         leases_chaos.check({**base, "records": [], "rows": [late], "killed": {"a/1": 10}})
-    # A grant committed after the sweep at 100 began (a frozen worker): the sweep at 200 is the first due.
-    committed_late = [["grant", "slot", "deploy", 1, "a/1", "lse_1", 150]]
-    leases_chaos.check({**base, "records": committed_late, "rows": [late], "killed": {"a/1": 10}})
+    # A grant committed after the sweep at 100 began (a frozen worker, which may die before it logs the
+    # commit): that sweep could not see it, so the sweep at 200 is the first due.
+    unseen = [(0, []), (100, []), (200, saw)]
+    leases_chaos.check({**base, "ticks": unseen, "records": [], "rows": [late], "killed": {"a/1": 10}})
+    early = {**late, "releasedAt": 40}
+    with pytest.raises(AssertionError, match="before its expiry"):
+        leases_chaos.check({**base, "records": [], "rows": [early], "killed": {"a/1": 10}})
     never = {**late, "releasedAt": None, "releaseReason": None}
     with pytest.raises(AssertionError, match="never released"):
         leases_chaos.check({**base, "records": [], "rows": [never], "killed": {"a/1": 10}})
