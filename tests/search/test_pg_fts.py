@@ -265,3 +265,40 @@ def test_a_word_is_counted_without_its_label_only_when_it_cannot_be_in_the_token
     assert not kept and df == exact == 6
     kept, df, exact = counted("n6162")  # nsKey of namespace "ab" in six rows, and in one row's content
     assert kept and df == exact == 1
+
+
+def test_a_common_word_of_an_analyzed_large_table_takes_its_share_from_postgresqls_statistics(db, monkeypatch):
+    """Once ANALYZE has sampled a large table, a word in many rows is not counted: its document
+    frequency is ANALYZE's fraction of the current N. A rare word is still counted, and a table
+    never analyzed counts every word."""
+    monkeypatch.setattr(pg_fts, "LARGE_ROWS", 40)
+    monkeypatch.setattr(pg_fts, "ESTIMATED_ROWS", 20)
+    pg_fts._stats.clear()
+    db.write(lambda c: c.execute("ALTER TABLE messages_fts SET (autovacuum_enabled = false)"))  # ANALYZE: ours only
+    _messages(db, [f"common {'rare' if i < 3 else 'plain'} {i}" if i < 60 else f"other {i}" for i in range(100)])
+    seen: list[str] = []
+    real = pg_fts.budget.query
+
+    def spy(conn, sql, *args, **kwargs):
+        seen.append(sql)
+        return real(conn, sql, *args, **kwargs)
+
+    monkeypatch.setattr(pg_fts.budget, "query", spy)
+    queries = ["('common')", "('rare')"]
+
+    def frequencies():
+        seen.clear()
+        dfs = db.read(lambda c: pg_fts.statistics(c, "messages_fts", queries))[2]
+        counted = sum(sql.count("doc @@") for sql in seen)
+        return dfs, counted
+
+    assert frequencies() == ([60.0, 3.0], 2)  # never analyzed: both counted
+    db.write(lambda c: c.execute("ANALYZE messages_fts"))
+    pg_fts._stats.clear()
+    assert frequencies() == ([60.0, 3.0], 1)  # every row sampled: the share is exact; only 'rare' counted
+    _messages(db, [f"common again {i}" for i in range(20)], start=100)
+    exact = db.read(lambda c: c.scalar("SELECT count(*) FROM messages_fts WHERE doc @@ 'common'::tsquery"))
+    pg_fts._stats.clear()  # N, remembered for seconds, is counted again
+    dfs, counted = frequencies()
+    assert (dfs, counted, exact) == ([72.0, 3.0], 1, 80)  # 60 % of the 120 rows now: ANALYZE's share, not a count
+    assert [i for i, _ in _ranked(db, "common rare")][:3] == ["m0000", "m0001", "m0002"]
