@@ -514,7 +514,6 @@ def statistics(conn: Connection, fts: str, phrase_queries: Sequence[str | None])
     missing = list(dict.fromkeys(key for key, value in known.items() if value is None))
     shares = _estimated(conn, fts, [q for _, q in missing if q is not None]) if missing else {}
     missing = [key for key in missing if key[1] not in shares]
-    rows: list[Row] = [{}]
     if missing:
         parts, args = [], []
         for i, (_, q) in enumerate(missing):
