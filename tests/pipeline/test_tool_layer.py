@@ -248,6 +248,16 @@ def test_lean_output_schema_writes_nullable_as_a_type_list():
     assert lean_output_schema(own) == own  # a tool's own object keeps its required list
 
 
+def test_lean_output_schema_leaves_a_list_of_bare_objects_untyped_per_item():
+    from vantage_peers.pipeline.arguments import lean_output_schema
+
+    listed = {"properties": {"result": {"items": {"additionalProperties": True, "type": "object"}, "type": "array"}},
+              "required": ["result"], "type": "object"}
+    assert lean_output_schema(listed) == {"properties": {"result": {"type": "array"}}, "type": "object"}
+    shaped = {"properties": {"result": {"items": {"type": "string"}, "type": "array"}}, "type": "object"}
+    assert lean_output_schema(shaped) == shaped  # items with a shape keep it
+
+
 @pytest.mark.parametrize("schema,args,expected", [
     ({"properties": {"a": {"type": "string"}}}, {"a": "x"}, []),
     ({"properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {"properties": {"b": {}}, "type": "object"}}},

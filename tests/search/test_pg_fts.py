@@ -205,7 +205,38 @@ def test_the_first_pass_inside_the_window_answers_what_ranking_the_whole_window_
     assert [i for i, _ in pruned] == [i for i, _ in whole]
     assert [r for _, r in pruned] == pytest.approx([r for _, r in whole], rel=1e-12)
     calls.clear()
-    assert [i for i, _ in windowed(40)] == [i for i, _ in wide] and len(calls) == 2  # too few: the whole window
+    # 12 zephyr rows × the window's 52/72 of the key: fewer than 40 to expect, so no first pass at all.
+    assert [i for i, _ in windowed(40)] == [i for i, _ in wide] and len(calls) == 1 and "&" not in calls[0]
+
+
+def test_a_first_pass_the_window_cannot_fill_is_skipped_and_one_that_falls_short_is_ranked_again(db, monkeypatch):
+    """The window's share of the key says how many rows of the rarer word to expect in it: too few for
+    the top and the first pass is skipped; enough expected but found short (its rows are old) and the
+    whole window is ranked after it. Either way the answer is the whole window's."""
+    texts = [f"zephyr common {i} " + "zephyr " * (i % 4) for i in range(12)]  # the oldest rows
+    texts += [f"common filler {i} " + "common " * (i % 3) for i in range(60)]
+    _messages(db, texts)
+    floor = db.read(lambda c: c.scalar("SELECT min(seq) FROM messages_fts")) + 8  # 4 zephyr rows in it
+    calls: list[str] = []
+    real = pg_fts._Ranking.__call__
+
+    def spy(self, conn, query, *, nested):
+        calls.append(query)
+        return real(self, conn, query, nested=nested)
+
+    def windowed(limit):
+        match = fts.fts_query("zephyr common", "or")
+        return [(r["id"], r["rank"]) for r in db.read(lambda c: keyword_rows(
+            c, fts="messages_fts", table="messages", match=match, limit=limit, columns="d.id",
+            where=[pg_fts.WINDOW], params=[floor]))]
+
+    expected = {limit: windowed(limit) for limit in (8, 20)}
+    monkeypatch.setattr(pg_fts, "NESTED_ROWS", 20)
+    monkeypatch.setattr(pg_fts._Ranking, "__call__", spy)
+    assert windowed(8) == expected[8]  # 12 × 64/72 ≈ 10.7 expected, 4 found: ranked again
+    assert len(calls) == 2 and "&" in calls[0] and "&" not in calls[1]
+    calls.clear()
+    assert windowed(20) == expected[20] and len(calls) == 1 and "&" not in calls[0]  # 10.7 < 20: skipped
 
 
 def test_a_common_words_floor_is_reused_until_enough_rows_are_added_or_the_newest_is_deleted(db, monkeypatch):
