@@ -263,7 +263,8 @@ def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
     # (deleted since it was ranked) is skipped, so read a margin beyond `limit`.
     head = [f.key for f in fused[: limit * 2 + 10]]
     rows = _rows_by_seq(conn, head, where, params)
-    add_snippets(conn, rows, [seq for seq in head if seq in kw_ranks], query=query, scope=scope)
+    shown = [seq for seq in head if seq in rows][:limit]  # the hits fused_docs returns
+    add_snippets(conn, rows, [seq for seq in shown if seq in kw_ranks], query=query, scope=scope)
     items = fused_docs(fused[: len(head)], rows, distances, shape, limit)
     if vector is None:
         envelope: dict[str, Any] = {"mode": "keyword", "reason": reason or "no query embedding"}
