@@ -224,3 +224,18 @@ def test_hamming_by_column_counts_the_differing_bits_of_every_code(backend):
             query = rng.integers(0, 256, size=width, dtype=np.uint8)
             expected = np.unpackbits(rows ^ query, axis=1).sum(axis=1)
             assert cache.hamming(query).tolist() == expected.tolist()
+
+
+@pytest.mark.sqlite_only  # the cache's arithmetic alone: no database
+def test_the_smallest_distances_by_counting_are_a_sorts_first_take_ties_by_lowest_index(backend):
+    """`_smallest` takes exactly `take` rows: every distance below the cut, then the lowest indices at it
+    (out-of-scope rows carry dims + 1), as a stable sort's first `take` would."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    for n, dims, take in ((1000, 64, 1), (1000, 64, 37), (5000, 384, 1200), (300, 8, 299)):
+        dist = rng.binomial(dims, 0.5, n).astype(np.int32)
+        dist[rng.random(n) < 0.2] = dims + 1
+        got = ann._smallest(dist, take)
+        expected = np.argsort(dist, kind="stable")[:take]
+        assert len(got) == take and sorted(got.tolist()) == sorted(expected.tolist())

