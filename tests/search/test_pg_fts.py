@@ -33,6 +33,27 @@ def _ranked(db, query, limit=5):
         c, fts="messages_fts", table="messages", match=match, limit=limit, columns="d.id"))]
 
 
+def _spied(monkeypatch) -> list[str]:
+    """From now on, each ranking statement's tsquery, in order."""
+    calls: list[str] = []
+    real = pg_fts._Ranking.__call__
+
+    def spy(self, conn, query, *, nested):
+        calls.append(query)
+        return real(self, conn, query, nested=nested)
+
+    monkeypatch.setattr(pg_fts._Ranking, "__call__", spy)
+    return calls
+
+
+def _windowed(db, floor, limit):
+    """"zephyr common" ranked over the rows at or above `floor` (bounded.py's window)."""
+    match = fts.fts_query("zephyr common", "or")
+    return [(r["id"], r["rank"]) for r in db.read(lambda c: keyword_rows(
+        c, fts="messages_fts", table="messages", match=match, limit=limit, columns="d.id",
+        where=[pg_fts.WINDOW], params=[floor]))]
+
+
 @pytest.mark.parametrize("doc", ["a:1A,2B,3A,5C b:4A", "a:1B,2A,3A,4A,9B b:5A", "a:1A,2A b:3A a:7A", "a:3D,4C"])
 @pytest.mark.parametrize("weights", [(1.0, 0.0), (4.0, 1.0), (2.0, 1.0, 1.0, 0.5)])
 def test_ts_rank_cd_of_one_word_is_fts5s_weighted_frequency(db, doc, weights):
@@ -67,19 +88,12 @@ def test_the_rare_words_first_pass_answers_what_ranking_every_row_does(settings,
     texts += [f"zephyr common {i} " + "zephyr " * (i % 4) for i in range(12)]
     pg = open_database(settings)
     lite = open_database(settings.model_copy(update={"database_url": None, "db_path": tmp_path / "ref.db"}))
-    calls: list[str] = []
-    real = pg_fts._Ranking.__call__
-
-    def spy(self, conn, query, *, nested):
-        calls.append(query)
-        return real(self, conn, query, nested=nested)
-
     try:
         _messages(pg, texts)
         _messages(lite, texts)
         full = _ranked(pg, "zephyr common")
         monkeypatch.setattr(pg_fts, "NESTED_ROWS", 20)
-        monkeypatch.setattr(pg_fts._Ranking, "__call__", spy)
+        calls = _spied(monkeypatch)
         pruned = _ranked(pg, "zephyr common")
         assert len(calls) == 1 and "zephyr" in calls[0] and "&" in calls[0]  # the first pass sufficed
         assert [i for i, _ in pruned] == [i for i, _ in full] == [i for i, _ in _ranked(lite, "zephyr common")]
@@ -184,29 +198,16 @@ def test_the_first_pass_inside_the_window_answers_what_ranking_the_whole_window_
     texts += [f"zephyr common {i} " + "zephyr " * (i % 4) for i in range(12)]
     _messages(db, texts)
     floor = db.read(lambda c: c.scalar("SELECT min(seq) FROM messages_fts")) + 20  # the window: newer rows only
-    calls: list[str] = []
-    real = pg_fts._Ranking.__call__
-
-    def spy(self, conn, query, *, nested):
-        calls.append(query)
-        return real(self, conn, query, nested=nested)
-
-    def windowed(limit):
-        match = fts.fts_query("zephyr common", "or")
-        return [(r["id"], r["rank"]) for r in db.read(lambda c: keyword_rows(
-            c, fts="messages_fts", table="messages", match=match, limit=limit, columns="d.id",
-            where=[pg_fts.WINDOW], params=[floor]))]
-
-    whole, wide = windowed(5), windowed(40)
+    whole, wide = _windowed(db, floor, 5), _windowed(db, floor, 40)
     monkeypatch.setattr(pg_fts, "NESTED_ROWS", 20)
-    monkeypatch.setattr(pg_fts._Ranking, "__call__", spy)
-    pruned = windowed(5)
+    calls = _spied(monkeypatch)
+    pruned = _windowed(db, floor, 5)
     assert len(calls) == 1 and "&" in calls[0]  # the first pass sufficed
     assert [i for i, _ in pruned] == [i for i, _ in whole]
     assert [r for _, r in pruned] == pytest.approx([r for _, r in whole], rel=1e-12)
     calls.clear()
     # 12 zephyr rows × the window's 52/72 of the key: fewer than 40 to expect, so no first pass at all.
-    assert [i for i, _ in windowed(40)] == [i for i, _ in wide] and len(calls) == 1 and "&" not in calls[0]
+    assert [i for i, _ in _windowed(db, floor, 40)] == [i for i, _ in wide] and len(calls) == 1 and "&" not in calls[0]
 
 
 def test_a_first_pass_the_window_cannot_fill_is_skipped_and_one_that_falls_short_is_ranked_again(db, monkeypatch):
@@ -217,26 +218,13 @@ def test_a_first_pass_the_window_cannot_fill_is_skipped_and_one_that_falls_short
     texts += [f"common filler {i} " + "common " * (i % 3) for i in range(60)]
     _messages(db, texts)
     floor = db.read(lambda c: c.scalar("SELECT min(seq) FROM messages_fts")) + 8  # 4 zephyr rows in it
-    calls: list[str] = []
-    real = pg_fts._Ranking.__call__
-
-    def spy(self, conn, query, *, nested):
-        calls.append(query)
-        return real(self, conn, query, nested=nested)
-
-    def windowed(limit):
-        match = fts.fts_query("zephyr common", "or")
-        return [(r["id"], r["rank"]) for r in db.read(lambda c: keyword_rows(
-            c, fts="messages_fts", table="messages", match=match, limit=limit, columns="d.id",
-            where=[pg_fts.WINDOW], params=[floor]))]
-
-    expected = {limit: windowed(limit) for limit in (8, 20)}
+    expected = {limit: _windowed(db, floor, limit) for limit in (8, 20)}
     monkeypatch.setattr(pg_fts, "NESTED_ROWS", 20)
-    monkeypatch.setattr(pg_fts._Ranking, "__call__", spy)
-    assert windowed(8) == expected[8]  # 12 × 64/72 ≈ 10.7 expected, 4 found: ranked again
+    calls = _spied(monkeypatch)
+    assert _windowed(db, floor, 8) == expected[8]  # 12 × 64/72 ≈ 10.7 expected, 4 found: ranked again
     assert len(calls) == 2 and "&" in calls[0] and "&" not in calls[1]
     calls.clear()
-    assert windowed(20) == expected[20] and len(calls) == 1 and "&" not in calls[0]  # 10.7 < 20: skipped
+    assert _windowed(db, floor, 20) == expected[20] and len(calls) == 1 and "&" not in calls[0]  # 10.7 < 20: skipped
 
 
 def test_a_common_words_floor_is_reused_until_enough_rows_are_added_or_the_newest_is_deleted(db, monkeypatch):
