@@ -84,3 +84,27 @@ def test_an_embedding_failure_reaches_the_caller(filled):
     with pytest.raises(RuntimeError, match="model crashed"):
         overlap.recall(db, embed=broken, **_args("deploy"))
     assert overlap.recall(db, embed=lambda: (None, "down"), **_args("deploy"))["items"]  # the pool still works
+
+
+def test_hits_whose_rows_are_gone_when_read_give_their_places_to_the_next(filled, monkeypatch):
+    """The head's rows are read for the first `limit` hits; when some are gone (deleted since they were
+    ranked), the margin after them is read and the answer is the next hits, in fused order."""
+    db, rng = filled
+    vec = _vec(rng)
+    wide = db.read(lambda c: search.hybrid(c, vector=vec, reason=None, **{**_args("deploy cache"), "limit": 13}))
+    gone = {h["_id"] for h in wide["items"][:3]}
+    real = search._rows_by_seq
+    reads: list[int] = []
+
+    def rows_by_seq(conn, seqs, where, params):
+        reads.append(len(seqs))
+        return {seq: row for seq, row in real(conn, seqs, where, params).items() if row["id"] not in gone}
+
+    monkeypatch.setattr(search, "_rows_by_seq", rows_by_seq)
+    got = db.read(lambda c: search.hybrid(c, vector=vec, reason=None, **_args("deploy cache")))
+    assert got["items"] == [h for h in wide["items"] if h["_id"] not in gone][:10]
+    assert reads == [10, 20]  # the first `limit`, then the margin (2 × limit + 10 in all)
+    reads.clear()
+    gone.clear()
+    assert db.read(lambda c: search.hybrid(c, vector=vec, reason=None, **_args("deploy cache")))["items"] == \
+        wide["items"][:10] and reads == [10]  # nothing gone: one read of `limit` rows

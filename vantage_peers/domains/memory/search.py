@@ -259,10 +259,14 @@ def hybrid(conn: Connection, *, query: str, vector: Sequence[float] | None, reas
     where, params = _filters(scope, types, include_superseded, now)
     if rerank is not None and len(fused) > 1:
         fused = _reranked(conn, fused, query, rerank, rerank_k, where, params)
-    # Whole rows (and snippets) only for the head of the fused list; a key whose row is gone
-    # (deleted since it was ranked) is skipped, so read a margin beyond `limit`.
-    head = [f.key for f in fused[: limit * 2 + 10]]
+    # Whole rows (and snippets) only for the head of the fused list: its first `limit`, then, when a
+    # row is gone (deleted since it was ranked), a margin beyond them.
+    head = [f.key for f in fused[:limit]]
     rows = _rows_by_seq(conn, head, where, params)
+    if len(rows) < len(head):
+        more = [f.key for f in fused[limit: limit * 2 + 10]]
+        rows.update(_rows_by_seq(conn, more, where, params))
+        head += more
     shown = [seq for seq in head if seq in rows][:limit]  # the hits fused_docs returns
     add_snippets(conn, rows, [seq for seq in shown if seq in kw_ranks], query=query, scope=scope)
     items = fused_docs(fused[: len(head)], rows, distances, shape, limit)
