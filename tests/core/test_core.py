@@ -249,3 +249,28 @@ def test_scheduler_runs_jobs_under_lease_and_wakes_on_demand(tmp_path):
     assert ran == ["second"]
     sched.stop()
     app.db.close()
+
+
+def test_the_envelopes_quick_measure_answers_what_the_exact_one_does():
+    """fit_envelope's shortcut (pydantic-core's size, under a third of the cap) never keeps more items
+    than the exact `json` measure would: lists on both sides of the cap, numbers spelt differently by
+    the two encoders, and text only `json` can encode (a lone surrogate) all fit as before."""
+    from vantage_peers.core import envelope
+
+    def exact(items):
+        count = len(items)
+        while count > 1 and envelope._size({"items": items[:count], "nextCursor": "x" * 64}) > ENVELOPE_TARGET_BYTES:
+            count //= 2
+        return count
+
+    shapes = [
+        [{"content": "é" * size, "n": i} for i in range(count)] for size in (10, 400, 2_000) for count in (3, 20, 60)
+    ] + [
+        [{"values": [1e-05, 1e22, float("-inf"), 5e-324] * 200} for _ in range(20)],
+        [{"content": "\ud800" * 600} for _ in range(40)],  # pydantic-core refuses it: the exact measure decides
+    ]
+    quick = 0
+    for items in shapes:
+        assert envelope.fit_envelope(items) == exact(items)
+        quick += envelope._surely_fits({"items": items, "nextCursor": "x" * 64})
+    assert 0 < quick < len(shapes)  # both paths taken

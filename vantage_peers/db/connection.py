@@ -154,6 +154,10 @@ class Connection(RawStatements):
         """Plain tuples, for hot loops that need no column names."""
         return [tuple(row) for row in self.raw.execute(sql, params)]
 
+    def iterate_rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Iterator[tuple[Any, ...]]:
+        """`rows` one at a time (a caller may stop early, as with `iterate`)."""
+        return self.raw.execute(sql, params)
+
     def close(self) -> None:
         if not self.closed:
             self.closed = True

@@ -173,10 +173,11 @@ class PgConnection(RawStatements):
 
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         """Plain tuples (the `conn.raw.execute(...)` of the SQLite connection)."""
+        return list(self.iterate_rows(sql, params))
+
+    def iterate_rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Iterator[tuple[Any, ...]]:
         cur = self._cursor(sql, params)
-        if cur.description is None:
-            return []
-        return [tuple(_plain(v) for v in row) for row in cur]
+        yield from ((tuple(_plain(v) for v in row) for row in cur) if cur.description is not None else ())
 
     def query_between(self, before: Sequence[str], sql: str, params: Sequence[Any], after: Sequence[str]) -> list[Row]:
         """`query`, with plain statements (no parameters) sent before and after it in one round trip

@@ -98,6 +98,10 @@ def send_message(
     return {"messageId": message_id, "recipients": len(recipients)}
 
 
+# check_messages' optional keys, in the order its statement selects them (an item leaves out a NULL).
+_OPTIONAL = ("fromInstanceId", "channel", "content", "createdAt", "sessionDay", "tenantId", "recipientInstanceId")
+
+
 def check_messages(
     conn: Connection,
     *,
@@ -119,30 +123,28 @@ def check_messages(
     if since is not None:
         clauses.append("r.createdAt > ?")
         args.append(since)
-    rows = conn.iterate(
-        "SELECT r.id AS receiptId, m.id AS messageId, m.sender, m.fromInstanceId, m.channel, m.content, "
-        "m.createdAt, m.sessionDay, m.tenantId, m.data, r.recipientInstanceId, r.ackRequired, r.deliveryAttempt "
+    rows = conn.iterate_rows(
+        "SELECT r.id, m.id, m.sender, m.fromInstanceId, m.channel, m.content, m.createdAt, m.sessionDay, "
+        "m.tenantId, r.recipientInstanceId, m.data, r.ackRequired, r.deliveryAttempt "
         "FROM messageReceipts r INDEXED BY receipts_unread JOIN messages m ON m.id = r.messageId "
         f"WHERE {' AND '.join(clauses)} ORDER BY r.createdAt, r.id LIMIT ?",
         [*args, limit],
     )
     out: list[dict[str, Any]] = []
     budget = ENVELOPE_TARGET_BYTES  # the reply is cut to this anyway: never load 500 x 1 MB to find out
-    for row in rows:
+    for receipt, message, sender, *optional, data, ack, attempt in rows:  # tuples, not dicts: 20 rows 84 → 70 µs
         if out and budget <= 0:
             break
-        budget -= len(row["content"] or "") + len(row["data"] or "")  # envelope.cut makes the exact cut
-        item: dict[str, Any] = {"receiptId": row["receiptId"], "messageId": row["messageId"], "from": row["sender"]}
-        for key in ("fromInstanceId", "channel", "content", "createdAt", "sessionDay", "tenantId",
-                    "recipientInstanceId"):
-            if row[key] is not None:
-                item[key] = row[key]
-        if row["data"] is not None:
-            item["data"] = loads(row["data"])
+        content = optional[2]
+        budget -= len(content or "") + len(data or "")  # envelope.cut makes the exact cut
+        item: dict[str, Any] = {"receiptId": receipt, "messageId": message, "from": sender,
+                                **{key: value for key, value in zip(_OPTIONAL, optional, strict=True) if value is not None}}
+        if data is not None:
+            item["data"] = loads(data)
         item["readAt"] = None
-        if row["ackRequired"]:  # delivery.py: acknowledge_message it, or it comes back (deliveryAttempt + 1)
+        if ack:  # delivery.py: acknowledge_message it, or it comes back (deliveryAttempt + 1)
             item["ackRequired"] = True
-            item["deliveryAttempt"] = row["deliveryAttempt"]
+            item["deliveryAttempt"] = attempt
         out.append(item)
     return out
 
