@@ -100,6 +100,7 @@ def send_message(
 
 # check_messages' optional keys, in the order its statement selects them (an item leaves out a NULL).
 _OPTIONAL = ("fromInstanceId", "channel", "content", "createdAt", "sessionDay", "tenantId", "recipientInstanceId")
+_CONTENT = _OPTIONAL.index("content")
 
 
 def check_messages(
@@ -135,8 +136,7 @@ def check_messages(
     for receipt, message, sender, *optional, data, ack, attempt in rows:  # tuples, not dicts: 20 rows 84 → 70 µs
         if out and budget <= 0:
             break
-        content = optional[2]
-        budget -= len(content or "") + len(data or "")  # envelope.cut makes the exact cut
+        budget -= len(optional[_CONTENT] or "") + len(data or "")  # envelope.cut makes the exact cut
         item: dict[str, Any] = {"receiptId": receipt, "messageId": message, "from": sender,
                                 **{key: value for key, value in zip(_OPTIONAL, optional, strict=True) if value is not None}}
         if data is not None:
