@@ -669,20 +669,10 @@ class _Ranking:
         any tied with the last of them) fetch their document and meet the filters, instead of every
         matching row (≈35 % of a window's statement). Exact when `limit` rows pass the filters, or
         when every ranked row was in the head; None (rank the usual way) when neither holds."""
-        if any(re.search(r"\?\d", c) for c in self.where):
-            return None  # numbered placeholders: the arguments cannot be split by clause
-        # The window is a clause on the side table; every other clause is on the document.
-        side: list[str] = []
-        doc: list[str] = []
-        side_args: list[Any] = []
-        doc_args: list[Any] = []
-        at = 0
-        for clause in self.where:
-            n = clause.count("?")
-            clauses, args = (side, side_args) if clause == WINDOW else (doc, doc_args)
-            clauses.append(clause)
-            args.extend(self.params[at:at + n])
-            at += n
+        split = _by_table(self.where, self.params)
+        if split is None:
+            return None
+        side, side_args, doc, doc_args = split
         freqs, score, rank_args = self._scoring()
         filters = "".join(f" AND ({c})" for c in doc)
         sql = (
@@ -863,20 +853,34 @@ def _span(conn: Connection, fts: str) -> tuple[int | None, int | None]:
     return span  # type: ignore[return-value]
 
 
+def _by_table(where: Sequence[str], params: Sequence[Any]) -> tuple[list[str], list[Any], list[str], list[Any]] | None:
+    """`where` and its `params` split by table: (the side table's clauses, their arguments, the
+    document's clauses, theirs). The window is the clause on the side table; every other is on the
+    document. None with numbered placeholders: the arguments cannot be split by clause."""
+    if any(re.search(r"\?\d", c) for c in where):
+        return None
+    side: list[str] = []
+    doc: list[str] = []
+    side_args: list[Any] = []
+    doc_args: list[Any] = []
+    at = 0
+    for clause in where:
+        n = clause.count("?")
+        clauses, args = (side, side_args) if clause == WINDOW else (doc, doc_args)
+        clauses.append(clause)
+        args.extend(params[at:at + n])
+        at += n
+    return side, side_args, doc, doc_args
+
+
 def _window_share(conn: Connection, fts: str, where: Sequence[str], params: Sequence[Any]) -> float:
     """The share of the side table's key range inside the window (`WINDOW`'s bound among `params`):
     the share of any word's rows there, were they spread evenly over time; 1.0 when unknown."""
-    if any(re.search(r"\?\d", c) for c in where):
-        return 1.0  # numbered placeholders: the bound cannot be told apart
-    at = 0
-    for clause in where:
-        if clause == WINDOW:
-            break
-        at += clause.count("?")
-    else:
+    split = _by_table(where, params)
+    if split is None or not split[1]:
         return 1.0
     oldest, newest = _span(conn, fts)
-    floor = params[at] if at < len(params) else None
+    floor = split[1][0]
     if oldest is None or newest is None or not isinstance(floor, int) or newest <= oldest:
         return 1.0
     return min(1.0, max(0.0, (newest - floor + 1) / (newest - oldest + 1)))
