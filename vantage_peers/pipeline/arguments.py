@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
 from typing import Any
 
 _NULL = {"type": "null"}
@@ -58,33 +59,33 @@ def _inline_single_refs(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def lean_output_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    out = _untyped_items(_type_lists(_lean(schema)))
+    out = _bottom_up(_bottom_up(_lean(schema), _type_list), _untyped_items)
     if set(out.get("properties", {})) == {"result"} and out.get("required") == ["result"]:
         del out["required"]  # the SDK's wrapper of a plain return value: `result` is always there
     return out
 
 
-def _untyped_items(node: Any) -> Any:
+def _bottom_up(node: Any, rewrite: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+    """A copy of `node` with `rewrite` applied to every object in it, its members first."""
+    if isinstance(node, list):
+        return [_bottom_up(item, rewrite) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return rewrite({key: _bottom_up(value, rewrite) for key, value in node.items()})
+
+
+def _untyped_items(out: dict[str, Any]) -> dict[str, Any]:
     """An array of bare objects (`list[dict[str, Any]]`) as a bare array: a client validating the
     answer checks each item against `{"type": "object"}` otherwise — for the Python SDK's client,
     a `jsonschema` descent per item (110 µs of a 20-message check_messages, #34) to learn nothing the
     description does not say."""
-    if isinstance(node, list):
-        return [_untyped_items(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out = {key: _untyped_items(value) for key, value in node.items()}
     if out.get("type") == "array" and out.get("items") == {"type": "object"}:
         del out["items"]
     return out
 
 
-def _type_lists(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_type_lists(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out = {key: _type_lists(value) for key, value in node.items()}
+def _type_list(out: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf` of bare types as one type list (`{"type": ["object", "null"]}`)."""
     branches = out.get("anyOf")
     if (isinstance(branches, list) and branches
             and all(isinstance(b, dict) and set(b) == {"type"} and isinstance(b["type"], str) for b in branches)):
