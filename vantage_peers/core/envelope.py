@@ -32,13 +32,13 @@ def _surely_fits(body: dict[str, Any]) -> bool:
 def fit_envelope(items: list[dict[str, Any]], extra: dict[str, Any] | None = None,
                  key: str = "items") -> int:
     """How many leading items fit under the envelope cap (halving, never below one)."""
+    def body(count: int) -> dict[str, Any]:
+        return {key: items[:count], **(extra or {}), "nextCursor": "x" * 64}
+
     count = len(items)
-    if count > 1 and _surely_fits({key: items, **(extra or {}), "nextCursor": "x" * 64}):
+    if count > 1 and _surely_fits(body(count)):
         return count
-    while count > 1:
-        body = {key: items[:count], **(extra or {}), "nextCursor": "x" * 64}
-        if _size(body) <= ENVELOPE_TARGET_BYTES:
-            break
+    while count > 1 and _size(body(count)) > ENVELOPE_TARGET_BYTES:
         count //= 2
     return count
 
