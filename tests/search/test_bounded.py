@@ -63,3 +63,80 @@ def test_without_a_common_word_the_ranking_is_unchanged(db, seeded, monkeypatch)
     before = candidates(db, "zephyrine filler")
     monkeypatch.setattr(bounded, "COMMON_ROWS", 12)  # "filler" is in 11 rows, "zephyrine" in 2: both rare
     assert candidates(db, "zephyrine filler") == before
+
+
+OTHER = "crew/other"
+
+
+def _token(scope: str) -> str:
+    return f"nsKey : {msearch._ns_token(store.scope_of(scope))}"
+
+
+@pytest.fixture
+def ranked_matches(monkeypatch):
+    """The MATCH expressions of the ranking statements (not the probes) of the calls that follow."""
+    seen: list[str] = []
+    real = msearch.keyword_rows
+
+    def spy(conn, **kw):
+        seen.append(kw["match"])
+        return real(conn, **kw)
+
+    monkeypatch.setattr(msearch, "keyword_rows", spy)
+    return seen
+
+
+def _write(db, rows: list[tuple[str, str]]) -> None:
+    db.write(lambda c: [store.store_memory(c, namespace=ns, type="note", content=text, created_by="t")
+                        for ns, text in rows])
+
+
+def _search(db, scope: str, query: str) -> list[tuple[str, float]]:
+    found = db.read(lambda c: msearch.text_search(c, query=query, scope=store.scope_of(scope), types=None,
+                                                  include_superseded=False, limit=50, now=store.now_ms()))
+    return [(hit["_id"], hit["score"]) for hit in found["items"]]
+
+
+def _in_namespace(db, seqs, namespace: str) -> bool:
+    return all(db.read(lambda c, s=s: c.scalar("SELECT namespace FROM memories WHERE seq = ?", [s])) == namespace
+               for s in seqs)
+
+
+def test_a_namespace_holding_the_newest_rows_is_ranked_without_its_token_same_rows_same_scores(
+        db, monkeypatch, ranked_matches):
+    # Another namespace's rows first and last, sharing the words; NS holds 20 of the newest 21.
+    _write(db, [(OTHER, f"common other {i} filler") for i in range(3)]
+           + [(NS, f"common note {i} " + "filler " * (i % 4)) for i in range(20)] + [(OTHER, "common filler again")])
+    monkeypatch.setattr(bounded, "COMMON_ROWS", 5)
+    assert db.read(lambda c: bounded.dense(c, fts="memories_fts", match=_token(NS)))
+    assert not db.read(lambda c: bounded.dense(c, fts="memories_fts", match=_token(OTHER)))  # 4 rows: small
+    got, hits = candidates(db, "common filler"), _search(db, NS, "common filler")
+    assert ranked_matches and not any("nsKey" in m for m in ranked_matches)  # the token was left out
+    assert got and _in_namespace(db, got, NS)  # the namespace filter on the row kept the other's rows out
+    assert len(hits) == 15  # the rows holding both words (every fourth note has no "filler")
+    ranked_matches.clear()
+    monkeypatch.setattr(msearch, "_token_pays", lambda conn, scope: True)  # as before: the token always
+    assert candidates(db, "common filler") == got
+    assert _search(db, NS, "common filler") == hits
+    assert ranked_matches and all(m.startswith("nsKey") for m in ranked_matches)
+
+
+def test_a_namespace_sharing_the_newest_rows_keeps_its_token(db, monkeypatch, ranked_matches):
+    # Alternating rows: NS fills half of the key range of its newest rows.
+    _write(db, [(ns, f"common note {i} filler") for i in range(12) for ns in (NS, OTHER)])
+    monkeypatch.setattr(bounded, "COMMON_ROWS", 5)
+    assert not db.read(lambda c: bounded.dense(c, fts="memories_fts", match=_token(NS)))
+    got = candidates(db, "common filler")
+    assert ranked_matches and all(m.startswith("nsKey") for m in ranked_matches)
+    assert got and _in_namespace(db, got, NS)
+
+
+def test_a_prefix_scope_holding_the_newest_rows_is_ranked_without_its_token(db, monkeypatch, ranked_matches):
+    _write(db, [(OTHER, "common filler")] + [(f"{NS}/{i % 3}", f"common note {i}") for i in range(15)])
+    monkeypatch.setattr(bounded, "COMMON_ROWS", 5)
+    scope = "team/*"
+    assert db.read(lambda c: bounded.dense(c, fts="memories_fts", match=_token(scope)))
+    hits = _search(db, scope, "common")
+    assert len(hits) == 15 and not any("nsKey" in m for m in ranked_matches)
+    monkeypatch.setattr(msearch, "_token_pays", lambda conn, scope: True)
+    assert _search(db, scope, "common") == hits

@@ -13,6 +13,9 @@ score (a lower bound: BM25 adds over words). When no word is common the query ru
 the ranking of any collection where no word matches more than COMMON_ROWS rows (shared/ir/'s
 Cranfield, CISI, LoCoMo) is exactly what it was. A memory matching only common words and older
 than the window is left to the vector ranker.
+
+`dense` answers a question of the same kind for a scope's token (memory/search.py `_token_pays`):
+do the scope's newest COMMON_ROWS rows fill most of the key range they span?
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from . import backend, pg_fts
 
 COMMON_ROWS = 2_000  # a word matching more rows than this is ranked over its newest rows only
+DENSE_SHARE = 0.75  # a scope with this share of the newest rows is "dense" (`dense`)
 
 
 def _sqlite_floors(conn: Any, *, fts: str, matches: Sequence[str], rows: int) -> list[int | None]:
@@ -40,6 +44,26 @@ def _sqlite_floors(conn: Any, *, fts: str, matches: Sequence[str], rows: int) ->
 # use (FTS5 seeks its doclists to a rowid bound; PostgreSQL scans the side table's key from it).
 _FLOORS: dict[str, Callable[..., list[int | None]]] = {"sqlite": _sqlite_floors, "postgres": pg_fts.floors}
 _WINDOW = {"sqlite": "{fts}.rowid >= ?", "postgres": pg_fts.WINDOW}
+
+
+def _sqlite_newest(conn: Any, fts: str) -> int | None:
+    row = conn.raw.execute(f"SELECT rowid FROM {fts} ORDER BY rowid DESC LIMIT 1").fetchall()
+    return int(row[0][0]) if row else None
+
+
+_NEWEST: dict[str, Callable[[Any, str], int | None]] = {"sqlite": _sqlite_newest,
+                                                        "postgres": lambda conn, fts: pg_fts.span(conn, fts)[1]}
+
+
+def dense(conn: Any, *, fts: str, match: str) -> bool:
+    """Do the rows of `match` (a scope's token) fill at least DENSE_SHARE of the key range their newest
+    COMMON_ROWS rows span — does the scope hold most of the table's newest rows? False for a scope of
+    at most COMMON_ROWS rows. One probe like `split`'s and one read of the newest key."""
+    floor = _FLOORS[backend.of(conn).name](conn, fts=fts, matches=[match], rows=COMMON_ROWS)[0]
+    if floor is None:
+        return False
+    newest = _NEWEST[backend.of(conn).name](conn, fts)
+    return newest is not None and DENSE_SHARE * (newest - floor + 1) <= COMMON_ROWS
 
 
 def window_clause(conn: Any, fts: str) -> str:

@@ -768,7 +768,7 @@ def floors(conn: Connection, *, fts: str, matches: Sequence[str], rows: int) -> 
     if not probed:
         return out
     remembered = _Floors.of(conn)
-    newest = _span(conn, fts)[1] if remembered is not None else None
+    newest = span(conn, fts)[1] if remembered is not None else None
     for i in list(probed):
         floor = remembered.get((fts, queries[i], rows), newest, rows) if remembered is not None else None
         if floor is not None:
@@ -840,7 +840,7 @@ class _Floors:
 FLOOR_DRIFT = 0.25
 
 
-def _span(conn: Connection, fts: str) -> tuple[int | None, int | None]:
+def span(conn: Connection, fts: str) -> tuple[int | None, int | None]:
     """The side table's oldest and newest `seq` (two ends of its key), read once per read transaction."""
     memo = _read_memo(conn)
     if memo is not None and ("span", fts) in memo:
@@ -879,7 +879,7 @@ def _window_share(conn: Connection, fts: str, where: Sequence[str], params: Sequ
     split = _by_table(where, params)
     if split is None or not split[1]:
         return 1.0
-    oldest, newest = _span(conn, fts)
+    oldest, newest = span(conn, fts)
     floor = split[1][0]
     if oldest is None or newest is None or not isinstance(floor, int) or newest <= oldest:
         return 1.0
