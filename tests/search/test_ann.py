@@ -30,7 +30,7 @@ def _vec(rng: random.Random) -> list[float]:
 @pytest.fixture(params=["int8", "sign bits only"])
 def filled(db, monkeypatch, request):
     """400 memories over the approximate threshold; with the int8 pass (a pool of 60 ranked by the
-    int8 copies, 20 rescored exactly) or without it (Q8_MAX_BYTES 0: 60 rescored exactly)."""
+    int8 copies, 10 rescored exactly) or without it (Q8_MAX_BYTES 0: 60 rescored exactly)."""
     monkeypatch.setattr(ann, "APPROX_MIN_FLOATS", 100 * DIMS)
     monkeypatch.setattr(ann, "MIN_CANDIDATES", 60)
     monkeypatch.setattr(ann, "Q8_OVERSAMPLE", 6)

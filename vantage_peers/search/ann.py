@@ -17,8 +17,8 @@ exact KNN answers instead.
 
 Between the two, while the scope's vectors fit Q8_MAX_BYTES, a second in-memory pass: each vector
 is also cached as int8 (scaled so its largest component is ±127), a wider Hamming pool (Q8_OVERSAMPLE × k) is ranked
-by the int8 cosine, and only its best Q8_EXACT × k get the exact vec0 lookup — 200 point lookups
-instead of 600 at k = 100, a tighter ranking for the same cost. The int8 copies are read from the
+by the int8 cosine, and only its best Q8_EXACT × k get the exact vec0 lookup — 100 point lookups
+instead of 600 at k = 100, a tighter ranking for less. The int8 copies are read from the
 vec0 table itself (its rows written since the cache last looked; a scan when there are many), so
 the file format does not change.
 
@@ -59,7 +59,7 @@ LOW_DIMS_OVERSAMPLE = 6
 # the exact lookup; only while the cached int8 copies stay under Q8_MAX_BYTES (100k × 384 dims: 38 MB).
 Q8_OVERSAMPLE = 12
 Q8_MIN_POOL = 400
-Q8_EXACT = 2
+Q8_EXACT = 1  # 2 bought nothing at 100k: same recall@10, KNN ≈1 ms slower (docs/benchmarks.md "Tenth pass")
 Q8_MAX_BYTES = 64 << 20
 Q8_SCAN_ROWS = 2_000  # more new rows than this: one scan of the vec0 table, not point lookups
 
