@@ -58,12 +58,14 @@ _NEWEST: dict[str, Callable[[Any, str], int | None]] = {"sqlite": _sqlite_newest
 def dense(conn: Any, *, fts: str, match: str) -> bool:
     """Do the rows of `match` (a scope's token) fill at least DENSE_SHARE of the key range their newest
     COMMON_ROWS rows span — does the scope hold most of the table's newest rows? False for a scope of
-    at most COMMON_ROWS rows. One probe like `split`'s and one read of the newest key."""
-    floor = _FLOORS[backend.of(conn).name](conn, fts=fts, matches=[match], rows=COMMON_ROWS)[0]
-    if floor is None:
+    at most COMMON_ROWS rows, or in a table whose newest key is below COMMON_ROWS. One read of the newest
+    key, then one probe like `split`'s."""
+    name = backend.of(conn).name
+    newest = _NEWEST[name](conn, fts)
+    if newest is None or newest < COMMON_ROWS:  # keys from 1: fewer rows than that in the whole table
         return False
-    newest = _NEWEST[backend.of(conn).name](conn, fts)
-    return newest is not None and DENSE_SHARE * (newest - floor + 1) <= COMMON_ROWS
+    floor = _FLOORS[name](conn, fts=fts, matches=[match], rows=COMMON_ROWS)[0]
+    return floor is not None and DENSE_SHARE * (newest - floor + 1) <= COMMON_ROWS
 
 
 def window_clause(conn: Any, fts: str) -> str:
