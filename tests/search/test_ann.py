@@ -239,3 +239,31 @@ def test_the_smallest_distances_by_counting_are_a_sorts_first_take_ties_by_lowes
         got = ann._smallest(dist, take)
         expected = np.argsort(dist, kind="stable")[:take]
         assert len(got) == take and sorted(got.tolist()) == sorted(expected.tolist())
+
+
+def test_a_postgresql_knn_reads_the_tables_and_the_codes_generation_in_one_statement(filled, monkeypatch):
+    """pg_vectors.table_exists reads `meta`'s generation and epoch with the tables' existence; the
+    cache's refresh takes them from there. A write between two reads is still seen by the second."""
+    db, made, rng = filled
+    if db.backend != "postgres":
+        pytest.skip("SQLite reads its schema in-process: no round trip to save")
+    from vantage_peers.db.postgres import PgConnection
+
+    seen: list[str] = []
+    for name in ("query", "rows", "scalar", "one"):
+        real = getattr(PgConnection, name)
+        monkeypatch.setattr(PgConnection, name, lambda self, sql, *a, _real=real, **k: (seen.append(sql), _real(
+            self, sql, *a, **k))[1])
+    q = _vec(rng)
+    first = _knn(db, q, approximate=True)
+    assert not [s for s in seen if s.lstrip().startswith("SELECT key, value FROM meta")]
+    assert len([s for s in seen if "to_regclass" in s]) == 1 and "FROM meta" in next(s for s in seen if "to_regclass" in s)
+    assert first == _knn(db, q, approximate=True)
+    # A new vector nearest to the query, written by another transaction: the next read's refresh loads it.
+    def add(c) -> int:
+        mid = store.store_memory(c, namespace="project/p0", type="fact", content="near", created_by="t")["memoryId"]
+        seq = c.scalar("SELECT seq FROM memories WHERE id = ?", (mid,))
+        vectors.upsert(c, [(seq, "project/p0", "fact", 1, None, list(q))])
+        return seq
+    seq = db.write(add)
+    assert _knn(db, q, approximate=True)[0][0] == seq

@@ -48,9 +48,8 @@ MIN_CANDIDATES = 200
 FILTER_OVERSAMPLE = 4  # sign-code candidates per rescored one, before the live/type/latest filter
 
 
-# Fewer sign bits separate neighbours less: below LOW_DIMS dimensions (the local 384-d model) the
-# rescored set is LOW_DIMS_OVERSAMPLE × k. Measured on 100k synthetic 384-d vectors (benchmarks/
-# recall_backends.py --big --model bundled), k = 100: recall@10 against exact 0.935 at 4×, 0.953 at 6×.
+# Fewer sign bits separate neighbours less: below LOW_DIMS dimensions the rescored set is LOW_DIMS_OVERSAMPLE × k
+# (100k synthetic 384-d vectors, recall_backends.py --big, k = 100: recall@10 0.935 at 4×, 0.953 at 6×).
 LOW_DIMS = 1024
 LOW_DIMS_OVERSAMPLE = 6
 
@@ -62,6 +61,10 @@ Q8_MIN_POOL = 400
 Q8_EXACT = 1  # 2 bought nothing at 100k: same recall@10, KNN ≈1 ms slower (docs/benchmarks.md "Tenth pass")
 Q8_MAX_BYTES = 64 << 20
 Q8_SCAN_ROWS = 2_000  # more new rows than this: one scan of the vec0 table, not point lookups
+META_GEN = "embedding.bits.gen"
+META_EPOCH = "embedding.bits.epoch"
+META_KEYS = (META_GEN, META_EPOCH)
+BITS_SUFFIX = "_bits"
 
 
 def rescored(k: int, dims: int | None = None) -> int:
@@ -76,11 +79,6 @@ class Pool(list):  # type: ignore[type-arg]
     def __init__(self, seqs: Sequence[int], rescore: int) -> None:
         super().__init__(seqs)
         self.rescore = rescore
-META_GEN = "embedding.bits.gen"
-META_EPOCH = "embedding.bits.epoch"
-
-
-BITS_SUFFIX = "_bits"
 
 
 def bits_table(name: str) -> str:
@@ -100,7 +98,7 @@ _SET_META = "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UP
 
 def drop(conn: Any, name: str) -> None:
     conn.execute(f"DROP TABLE IF EXISTS {bits_table(name)}")
-    conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (META_GEN, META_EPOCH))
+    conn.execute("DELETE FROM meta WHERE key IN (?, ?)", META_KEYS)
 
 
 def exists(conn: Any, name: str) -> bool:
@@ -195,8 +193,10 @@ class _Cache:
     def refresh(self, conn: Any, name: str) -> None:
         import numpy as np
 
-        state = {r["key"]: r["value"] for r in conn.query(
-            "SELECT key, value FROM meta WHERE key IN (?, ?)", (META_GEN, META_EPOCH))}
+        state = getattr(conn, "_vp_ann_meta", None)  # read with the tables' existence (pg_vectors)
+        if state is None:
+            state = {r["key"]: r["value"] for r in conn.query(
+                "SELECT key, value FROM meta WHERE key IN (?, ?)", META_KEYS)}
         epoch, gen = state.get(META_EPOCH), int(state.get(META_GEN, 0))
         if epoch != self.epoch or gen < self.gen:
             self._reset()  # tables re-created (reindex): start over

@@ -40,8 +40,9 @@ def literal(vector: Sequence[float]) -> str:
 
 def table_exists(conn: Connection, name: str) -> bool:
     """Does table `name` exist? In a read transaction the answer is remembered for the rest of it, and a
-    vector table and its sign-code table (search/ann.py) are looked up together: a KNN asks about both,
-    one round trip instead of two (a read creates and drops no table)."""
+    vector table and its sign-code table (search/ann.py) are looked up together, with the sign codes'
+    generation and epoch in `meta` that the KNN reads next (`ann.META_KEYS`, left on the connection for
+    `ann`): one round trip instead of three (a read creates and drops no table, and sees one `meta`)."""
     if getattr(conn, "in_tx", None) != "read":
         return bool(conn.scalar("SELECT to_regclass(?) IS NOT NULL", [name]))
     known: dict[str, bool] | None = getattr(conn, "_vp_tables", None)
@@ -50,9 +51,16 @@ def table_exists(conn: Connection, name: str) -> bool:
         conn._vp_tables = known  # type: ignore[attr-defined]  # the connection object lives for one transaction
     if name not in known:
         other = name[:-len(ann.BITS_SUFFIX)] if name.endswith(ann.BITS_SUFFIX) else ann.bits_table(name)
-        for found, exists_ in conn.rows("SELECT n, to_regclass(n) IS NOT NULL FROM unnest(?::text[]) AS n",
-                                        [[name, other]]):
-            known[str(found)] = bool(exists_)
+        meta: dict[str, str] = {}
+        for found, exists_, value in conn.rows(
+                "SELECT n, to_regclass(n) IS NOT NULL, NULL FROM unnest(?::text[]) AS n "
+                "UNION ALL SELECT key, NULL, value FROM meta WHERE key = ANY(?::text[])",
+                [[name, other], list(ann.META_KEYS)]):
+            if exists_ is None:
+                meta[str(found)] = str(value)
+            else:
+                known[str(found)] = bool(exists_)
+        conn._vp_ann_meta = meta  # type: ignore[attr-defined]
     return known[name]
 
 
