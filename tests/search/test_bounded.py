@@ -69,7 +69,7 @@ OTHER = "crew/other"
 
 
 def _token(scope: str) -> str:
-    return f"nsKey : {msearch._ns_token(store.scope_of(scope))}"
+    return msearch._ns_match(store.scope_of(scope))
 
 
 @pytest.fixture

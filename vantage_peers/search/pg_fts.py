@@ -847,10 +847,10 @@ def span(conn: Connection, fts: str) -> tuple[int | None, int | None]:
         return memo[("span", fts)]
     rows = budget.query(conn, f"SELECT min(seq) AS vp_oldest, max(seq) AS vp_newest FROM {fts}")
     row = rows[0] if rows else {}
-    span = tuple(int(v) if v is not None else None for v in (row.get("vp_oldest"), row.get("vp_newest")))
+    ends = tuple(int(v) if v is not None else None for v in (row.get("vp_oldest"), row.get("vp_newest")))
     if memo is not None:
-        memo[("span", fts)] = span
-    return span  # type: ignore[return-value]
+        memo[("span", fts)] = ends
+    return ends  # type: ignore[return-value]
 
 
 def _by_table(where: Sequence[str], params: Sequence[Any]) -> tuple[list[str], list[Any], list[str], list[Any]] | None:

@@ -62,21 +62,26 @@ def lite(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _ns_token(scope: Scope) -> str:
+def _ns_match(scope: Scope) -> str:
+    """The MATCH clause of the scope's namespace token (`nsKey`; a prefix scope, a prefix token)."""
     token = '"n' + scope.value.encode("utf-8").hex().upper() + '"'
-    return token + "*" if scope.kind == "prefix" else token
+    return "nsKey : " + (token + "*" if scope.kind == "prefix" else token)
+
+
+def _words(query: str, mode: str) -> str | None:
+    return fts_query(query, mode="or" if mode == "or" else "and")
 
 
 def fts_match(query: str, scope: Scope | None, mode: str) -> str | None:
     """The MATCH expression: the user's words (quoted) in `content`, plus the namespace token."""
-    words = fts_query(query, mode="or" if mode == "or" else "and")
+    words = _words(query, mode)
     return None if words is None else _scoped(words, scope)
 
 
 def _scoped(words: str, scope: Scope | None, token: bool = True) -> str:
     expr = f"content : ({words})"
     if token and scope is not None and scope.kind != "all":
-        expr = f"nsKey : {_ns_token(scope)} AND {expr}"
+        expr = f"{_ns_match(scope)} AND {expr}"
     return expr
 
 
@@ -88,7 +93,7 @@ def _token_pays(conn: Connection, scope: Scope | None) -> bool:
     same rows, the same scores (the token's column weighs 0). The probes keep the token either way."""
     if scope is None or scope.kind == "all":
         return False
-    return not bounded.dense(conn, fts="memories_fts", match=f"nsKey : {_ns_token(scope)}")
+    return not bounded.dense(conn, fts="memories_fts", match=_ns_match(scope))
 
 
 def _filters(scope: Scope | None, types: Sequence[str] | None, include_superseded: bool, now: int,
@@ -109,7 +114,7 @@ def keyword_hits(conn: Connection, *, query: str, scope: Scope | None, types: Se
                  candidates: bool = False) -> list[Row]:
     """Rows best BM25 first, each with `rank` (lower is better) and `snippet`; `candidates=True`
     returns only `seq` and `rank` (the fusion's input: whole rows are read for the hits kept)."""
-    words = fts_query(query, mode="or" if mode == "or" else "and")
+    words = _words(query, mode)
     if words is None:
         return []
     where, params = _filters(scope, types, include_superseded, now, alias="d")
