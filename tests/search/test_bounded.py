@@ -72,18 +72,23 @@ def _token(scope: str) -> str:
     return msearch._ns_match(store.scope_of(scope))
 
 
-@pytest.fixture
-def ranked_matches(monkeypatch):
-    """The MATCH expressions of the ranking statements (not the probes) of the calls that follow."""
+def _matches_of(monkeypatch, module, name: str) -> list[str]:
+    """The `match` argument of every call to `module.name` that follows."""
     seen: list[str] = []
-    real = msearch.keyword_rows
+    real = getattr(module, name)
 
     def spy(conn, **kw):
         seen.append(kw["match"])
         return real(conn, **kw)
 
-    monkeypatch.setattr(msearch, "keyword_rows", spy)
+    monkeypatch.setattr(module, name, spy)
     return seen
+
+
+@pytest.fixture
+def ranked_matches(monkeypatch):
+    """The MATCH expressions of the ranking statements (not the probes) of the calls that follow."""
+    return _matches_of(monkeypatch, msearch, "keyword_rows")
 
 
 def _write(db, rows: list[tuple[str, str]]) -> None:
@@ -140,3 +145,14 @@ def test_a_prefix_scope_holding_the_newest_rows_is_ranked_without_its_token(db, 
     assert len(hits) == 15 and not any("nsKey" in m for m in ranked_matches)
     monkeypatch.setattr(msearch, "_token_pays", lambda conn, scope: True)
     assert _search(db, scope, "common") == hits
+
+
+def test_text_search_falling_back_to_any_word_decides_the_token_once(db, monkeypatch, ranked_matches):
+    _write(db, [(OTHER, "common filler")] + [(NS, f"common note {i}") for i in range(15)])
+    monkeypatch.setattr(bounded, "COMMON_ROWS", 5)
+    probes = _matches_of(monkeypatch, bounded, "dense")
+    found = db.read(lambda c: msearch.text_search(c, query="common absentword", scope=store.scope_of(NS), types=None,
+                                                  include_superseded=False, limit=50, now=store.now_ms()))
+    assert found["match"] == "any" and len(found["items"]) == 15  # no row holds both words: any word
+    assert len(ranked_matches) == 2 and not any("nsKey" in m for m in ranked_matches)  # both passes, no token
+    assert probes == [_token(NS)]  # one density probe for the two passes

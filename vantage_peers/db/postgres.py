@@ -141,18 +141,33 @@ class PgConnection(RawStatements):
     backend = "postgres"
 
     def __init__(self, raw: Any, db: PgDatabase) -> None:
-        self.raw = raw
+        self._raw = raw
         self.db = db
         self.in_tx: str | None = None
+        # The transaction's opening statements, not sent yet: they go in one round trip with the
+        # first statement (`_cursor`, `query_between`), or alone when the raw connection is reached
+        # (`raw`). A transaction that runs nothing sends nothing.
+        self.opening: list[str] = []
         self.closed = False
         self.vec_version = db.vec_version
         self.busy_timeout_ms = db.busy_timeout_ms
         self.journal_mode = "postgres"
 
+    @property
+    def raw(self) -> Any:
+        """The psycopg connection, inside the transaction (its opening is sent first if it is pending)."""
+        if self.opening:
+            opening, self.opening = self.opening, []
+            self._raw.execute("; ".join(opening))
+        return self._raw
+
     def _cursor(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> Any:
         text, numbered = to_postgres(sql)
-        cur = self.raw.cursor()
-        with _nul_refused():
+        opening, self.opening = self.opening, []
+        cur = self._raw.cursor()
+        with _nul_refused(), self._raw.pipeline() if opening else contextlib.nullcontext():
+            for statement in opening:  # one round trip with the statement (pipeline mode)
+                self._raw.execute(statement)
             cur.execute(text, _bind(params, numbered))
         return cur
 
@@ -183,12 +198,13 @@ class PgConnection(RawStatements):
         """`query`, with plain statements (no parameters) sent before and after it in one round trip
         (pipeline mode): search/budget.py wraps a search in a savepoint and a statement_timeout this way.
         An error in any of them is raised after the pipeline ends; the caller restores the transaction."""
-        with self.raw.pipeline():
-            for statement in before:
-                self.raw.execute(statement)
+        opening, self.opening = self.opening, []
+        with self._raw.pipeline():
+            for statement in [*opening, *before]:
+                self._raw.execute(statement)
             cur = self._cursor(sql, params)
             for statement in after:
-                self.raw.execute(statement)
+                self._raw.execute(statement)
         return [] if cur.description is None else list(self._dicts(sql, cur, cur.fetchall()))
 
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Row | None:
@@ -292,17 +308,21 @@ class PgDatabase:
 
             def attempt() -> T:
                 with self._borrowed() as conn:
-                    raw = conn.raw
+                    raw = conn._raw
                     conn.in_tx = kind
                     committing = False
                     try:
-                        # One round trip each to open and to close: a row lock held by another
-                        # transaction is waited on at most what is left of the budget.
-                        raw.execute(f"{begin}; SET LOCAL lock_timeout = {max(1, scope.remaining_ms())}")
+                        # Opened with the first statement (PgConnection.opening), closed in one round
+                        # trip: a row lock held by another transaction is waited on at most what is left
+                        # of the budget.
+                        conn.opening = [begin, f"SET LOCAL lock_timeout = {max(1, scope.remaining_ms())}"]
                         result = fn(conn)
                         conn.in_tx = None
                         committing = True  # from here a lost connection leaves the outcome unknown
-                        raw.execute(_WRITE_END if kind == "write" else "COMMIT")
+                        if conn.opening:  # nothing was sent: there is no transaction to end
+                            conn.opening = []
+                        else:
+                            raw.execute(_WRITE_END if kind == "write" else "COMMIT")
                         return result
                     except psycopg.OperationalError as exc:
                         conn.in_tx = None
@@ -319,8 +339,11 @@ class PgDatabase:
                         raise
                     except BaseException:
                         conn.in_tx = None
-                        with contextlib.suppress(Exception):
-                            raw.execute("ROLLBACK")
+                        if conn.opening:  # refused before its first statement: nothing to roll back
+                            conn.opening = []
+                        else:
+                            with contextlib.suppress(Exception):
+                                raw.execute("ROLLBACK")
                         raise
 
             return busy.retry(attempt, scope, errors=retryable())
@@ -334,7 +357,9 @@ class PgDatabase:
     def open_connections(self) -> int:
         return int(self.pool.get_stats().get("pool_size", 0))
 
-    def watcher(self, *, interval: float = 0.2) -> PgWatcher:
+    def watcher(self, *, interval: float = 0.2) -> PollingWatcher:
+        from .pg.watcher import PgWatcher
+
         return PgWatcher(self.url, interval=interval)
 
     def close(self) -> None:
@@ -345,45 +370,6 @@ class PgDatabase:
             self._local.kept = None
         with contextlib.suppress(Exception):
             self.pool.close()
-
-
-class PgWatcher(PollingWatcher):
-    """`db.watch.Watcher` on PostgreSQL: LISTEN on the channel every write transaction notifies."""
-
-    def __init__(self, url: str, *, interval: float = 0.2) -> None:
-        _need_driver()
-        self.interval = interval
-        self._conn = psycopg.connect(url, autocommit=True)
-        self._conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-        self._lock = threading.Lock()
-        self._closed = threading.Event()
-
-    def _drain(self, timeout: float) -> bool:
-        got = False
-        for _ in self._conn.notifies(timeout=timeout, stop_after=1):
-            got = True
-        if got:  # more may be queued: one change is enough, empty the queue
-            for _ in self._conn.notifies(timeout=0):
-                pass
-        return got
-
-    def changed(self) -> bool:
-        return self._poll(0)
-
-    def _poll(self, pause: float) -> bool:
-        """Block on the connection's socket for up to `pause`: a notice wakes it at once."""
-        with self._lock:
-            if self._closed.is_set():
-                return False
-            return self._drain(pause)
-
-    def close(self) -> None:
-        with self._lock:
-            if not self._closed.is_set():
-                self._closed.set()
-                with contextlib.suppress(Exception):
-                    self._conn.close()
-
 
 
 def redacted(url: str) -> str:

@@ -111,16 +111,17 @@ def _filters(scope: Scope | None, types: Sequence[str] | None, include_supersede
 
 def keyword_hits(conn: Connection, *, query: str, scope: Scope | None, types: Sequence[str] | None,
                  include_superseded: bool, now: int, limit: int, mode: str = "and",
-                 candidates: bool = False) -> list[Row]:
+                 candidates: bool = False, token: bool | None = None) -> list[Row]:
     """Rows best BM25 first, each with `rank` (lower is better) and `snippet`; `candidates=True`
-    returns only `seq` and `rank` (the fusion's input: whole rows are read for the hits kept)."""
+    returns only `seq` and `rank` (the fusion's input: whole rows are read for the hits kept).
+    `token`: `_token_pays` for this scope, when the caller already knows it."""
     words = _words(query, mode)
     if words is None:
         return []
     where, params = _filters(scope, types, include_superseded, now, alias="d")
     if candidates and mode == "or":
         return _bounded_candidates(conn, query, scope, where, params, limit)
-    match = _scoped(words, scope, token=_token_pays(conn, scope))
+    match = _scoped(words, scope, token=_token_pays(conn, scope) if token is None else token)
     columns = "d.seq AS seq" if candidates else "d.*"
     rows = keyword_rows(conn, fts="memories_fts", table="memories", match=match, where=where, params=params,
                         limit=limit, weights=(1.0, 0.0), columns=columns)
@@ -193,7 +194,8 @@ def text_search(conn: Connection, *, query: str, scope: Scope | None, types: Seq
                 include_superseded: bool, limit: int, now: int, shape: Shape = memory_doc,
                 fields: str = "full") -> dict[str, Any]:
     """BM25 search: rows holding every word; when none do, rows holding any of them."""
-    args = dict(query=query, scope=scope, types=types, include_superseded=include_superseded, now=now, limit=limit)
+    args = dict(query=query, scope=scope, types=types, include_superseded=include_superseded, now=now, limit=limit,
+                token=_token_pays(conn, scope))  # decided once for both passes (a probe on SQLite)
     rows, match = keyword_hits(conn, **args, mode="and"), "all"
     if not rows and len(query.split()) > 1:
         rows, match = keyword_hits(conn, **args, mode="or"), "any"
