@@ -21,6 +21,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..db import Connection
 from ..db.pgschema_virtual import HNSW_MAX_DIMS, HNSW_WITH
 from . import ann
@@ -34,8 +36,11 @@ _LOCK = 0x5650_5645  # "VPVE": one process creates a vector table at a time
 
 
 def literal(vector: Sequence[float]) -> str:
-    """pgvector's text form of a float32 vector."""
-    return "[" + ",".join(map(repr, map(float, vector))) + "]"
+    """pgvector's text form of a float32 vector. Rounded to float32 first (as pgvector stores it), then
+    written with 9 significant digits, which read back (strtof) as exactly that float32; `repr` of
+    each value took ≈300 µs for 384 dimensions and wrote 17 digits, this ≈60 µs and 9."""
+    values = np.asarray(vector, dtype=np.float32).ravel().tolist()
+    return "[" + ",".join(["%.9g"] * len(values)) % tuple(values) + "]"
 
 
 def table_exists(conn: Connection, name: str) -> bool:
