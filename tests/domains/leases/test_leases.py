@@ -412,3 +412,33 @@ def test_get_and_list_tasks_release_a_lapsed_claim_before_showing_it(tmp_path):
             assert [t["status"] for t in listed if t["_id"] == task] in ([], ["todo"])
     finally:
         app.db.close()
+
+
+def test_lazy_expiry_checks_inside_the_read_it_precedes(app, tools, monkeypatch):
+    """The read tools' due-lease check is the first statement of their own read (no transaction of its
+    own: two round trips on PostgreSQL); only when a lease is due do they write, then read again."""
+    tid = new_task(tools)
+    tools.call("checkout_task", taskId=tid, callerOrchestrator="bob")
+    reads: list[int] = []
+    seen: list[tuple[str, int]] = []
+    real_read, real_due, real_get, real_expire = app.db.read, sweep.any_due, tasks_store.get_task, sweep.expire_due
+
+    def read(fn):
+        reads.append(len(reads))
+        return real_read(fn)
+
+    def mark(name, real):
+        return lambda *a, **k: (seen.append((name, len(reads))), real(*a, **k))[1]
+
+    monkeypatch.setattr(app.db, "read", read)
+    monkeypatch.setattr(sweep, "any_due", mark("check", real_due))
+    monkeypatch.setattr(sweep, "expire_due", mark("expire", real_expire))
+    monkeypatch.setattr(tasks_store, "get_task", mark("read", real_get))
+    assert tools.call("get_task", taskId=tid)["status"] == "in_progress"
+    assert [name for name, _ in seen] == ["check", "read"] and seen[0][1] == seen[1][1]  # one transaction
+    real_write = app.db.write
+    real_write(lambda c: c.execute("UPDATE agentLeases SET expiresAt = ? WHERE key = ?", (now_ms() - 1, tid)))
+    seen.clear()
+    doc = tools.call("get_task", taskId=tid)
+    assert doc["status"] == "todo"  # the lapsed claim was released before the task was shown
+    assert [name for name, _ in seen] == ["check", "expire", "read"] and seen[2][1] > seen[0][1]

@@ -58,8 +58,8 @@ def register(app: App) -> None:
         caller = callerOrchestrator
         root = path_store.scope_of(repo)
         wanted, now = path_store.clean_patterns(paths, root), now_ms()
-        sweep.before_read(db, now)
-        return db.read(lambda c: path_store.check(c, paths=wanted, repo=root, holder=caller, now=now))
+        return sweep.read_after_expiry(
+            db, now, lambda c: path_store.check(c, paths=wanted, repo=root, holder=caller, now=now))
 
     @app.tool("read")
     def list_path_reservations(repo: str | None = None, holder: str | None = None, limit: int | None = None,
@@ -68,9 +68,8 @@ def register(app: App) -> None:
         root = path_store.scope_of(repo) if repo else None
         who = check_name(holder, "holder") if holder else None
         now = now_ms()
-        sweep.before_read(db, now)
-        return db.read(lambda c: path_store.list_reservations(c, repo=root, holder=who, now=now, limit=limit,
-                                                              cursor=cursor, fields=fields))
+        return sweep.read_after_expiry(db, now, lambda c: path_store.list_reservations(
+            c, repo=root, holder=who, now=now, limit=limit, cursor=cursor, fields=fields))
 
     @app.tool("idempotent", identity="callerOrchestrator")
     def renew_path_reservations(ids: list[str], callerOrchestrator: str | None = None) -> dict[str, Any]:
@@ -126,8 +125,8 @@ def register(app: App) -> None:
     def list_slots(name: str | None = None, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
         """List named slots in use with their capacity, holders and expiry."""
         now = now_ms()
-        sweep.before_read(db, now)
-        return db.read(lambda c: slots.list_slots(c, now=now, name=name, limit=limit, cursor=cursor))
+        return sweep.read_after_expiry(
+            db, now, lambda c: slots.list_slots(c, now=now, name=name, limit=limit, cursor=cursor))
 
     @app.tool("read")
     def list_leases(kind: str | None = None, holder: str | None = None, limit: int | None = None,
@@ -137,9 +136,8 @@ def register(app: App) -> None:
             raise InvalidArgument(f"kind must be one of {', '.join(leases.KINDS)}, got {kind!r}")
         who = check_name(holder, "holder") if holder else None
         now = now_ms()
-        sweep.before_read(db, now)
-        return db.read(lambda c: leases.page(c, now=now, kind=kind, holder=who, limit=limit, cursor=cursor,
-                                             fields=fields))
+        return sweep.read_after_expiry(db, now, lambda c: leases.page(
+            c, now=now, kind=kind, holder=who, limit=limit, cursor=cursor, fields=fields))
 
 
 def _ids(value: Any) -> list[str]:

@@ -41,9 +41,8 @@ def refresh(db: Database) -> int | None:
     """Before a waiter reads: expire the claims that lapsed (so their tasks are claimable now, even
     with no scheduler running), and say when the next claim in force lapses: no commit announces it."""
     now = now_ms()
-    sweep.before_read(db, now)
-    return db.read(lambda c: c.scalar("SELECT min(expiresAt) FROM agentLeases WHERE kind = 'task' "
-                                      "AND releasedAt IS NULL AND expiresAt > ?", (now,)))
+    return sweep.read_after_expiry(db, now, lambda c: c.scalar(
+        "SELECT min(expiresAt) FROM agentLeases WHERE kind = 'task' AND releasedAt IS NULL AND expiresAt > ?", (now,)))
 
 
 inbox.register(inbox.Kind("work", PREFIX, "work", "{} claimable task(s)", "list_tasks claimable: true, then "

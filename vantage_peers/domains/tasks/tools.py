@@ -85,9 +85,10 @@ def register(app: App) -> None:
     @app.tool("read", quick=True)
     def get_task(taskId: str) -> dict[str, Any] | None:
         """Fetch a task with its work segments and open dependencies."""
-        lease_sweep.before_read(db, now_ms())  # a lapsed claim is released before it is shown (docs/leases.md)
         readers = app.readers()
-        return db.read(lambda c: store.get_task(c, task_id=taskId) if store.can_read(c, taskId, readers) else None)
+        # A lapsed claim is released before it is shown (docs/leases.md).
+        return lease_sweep.read_after_expiry(
+            db, now_ms(), lambda c: store.get_task(c, task_id=taskId) if store.can_read(c, taskId, readers) else None)
 
     @app.tool("read", identity="callerOrchestrator", identity_required=False)
     def list_tasks(
@@ -122,15 +123,15 @@ def register(app: App) -> None:
                     callerOrchestrator: str | None) -> dict[str, Any]:
         keep = _statuses(status)
         now = now_ms()
-        lease_sweep.before_read(db, now)
         if claimable:
             who = callerOrchestrator
             if not who:
                 raise InvalidArgument("claimable: true needs callerOrchestrator (or a server started with "
                                       "VP_ORCHESTRATOR): whose claimable work should be listed?")
-            return db.read(lambda c: store.claimable_page(c, who=who, instance=app.actor().instance, now=now,
-                                                          limit=limit, cursor=cursor, fields=fields))
-        return db.read(lambda c: store.list_tasks(
+            instance = app.actor().instance
+            return lease_sweep.read_after_expiry(db, now, lambda c: store.claimable_page(
+                c, who=who, instance=instance, now=now, limit=limit, cursor=cursor, fields=fields))
+        return lease_sweep.read_after_expiry(db, now, lambda c: store.list_tasks(
             c, limit=limit, cursor=cursor, fields=fields, assigned_to=assignedTo,
             assigned_to_instance=assignedToInstance, statuses=keep, mission_id=missionId, project=project,
             created_by=createdBy, updated_since=updatedSince, created_before=createdBefore,
