@@ -71,7 +71,7 @@ def main() -> None:
     if args.bytecode:  # as an installed package runs (startup.py --bytecode)
         env.update(PYTHONDONTWRITEBYTECODE="", PYTHONPYCACHEPREFIX=str(tmp / "pyc"))
     cases = {"floor cold start": lambda: STARTUP["_stdio"](env, tmp, minimal),
-             f"status ({args.rows:,} rows, warm)": lambda: STARTUP["_status"](env, tmp)}
+             f"status ({args.rows:,} rows, warm)": lambda: STARTUP["_command"](env, tmp, "status")}
     for run in cases.values():
         run()  # warm-up: the page cache, and any migration
     print(f"load average before: {STARTUP['loadavg']()}")
