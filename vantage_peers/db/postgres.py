@@ -153,17 +153,23 @@ class PgConnection(RawStatements):
         self.busy_timeout_ms = db.busy_timeout_ms
         self.journal_mode = "postgres"
 
+    def take_opening(self) -> list[str]:
+        """The opening statements not sent yet, now no longer pending (the caller sends them, or the
+        transaction ends without them: then nothing of it reached the server)."""
+        opening, self.opening = self.opening, []
+        return opening
+
     @property
     def raw(self) -> Any:
         """The psycopg connection, inside the transaction (its opening is sent first if it is pending)."""
-        if self.opening:
-            opening, self.opening = self.opening, []
+        opening = self.take_opening()
+        if opening:
             self._raw.execute("; ".join(opening))
         return self._raw
 
     def _cursor(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> Any:
         text, numbered = to_postgres(sql)
-        opening, self.opening = self.opening, []
+        opening = self.take_opening()
         cur = self._raw.cursor()
         with _nul_refused(), self._raw.pipeline() if opening else contextlib.nullcontext():
             for statement in opening:  # one round trip with the statement (pipeline mode)
@@ -198,9 +204,8 @@ class PgConnection(RawStatements):
         """`query`, with plain statements (no parameters) sent before and after it in one round trip
         (pipeline mode): search/budget.py wraps a search in a savepoint and a statement_timeout this way.
         An error in any of them is raised after the pipeline ends; the caller restores the transaction."""
-        opening, self.opening = self.opening, []
         with self._raw.pipeline():
-            for statement in [*opening, *before]:
+            for statement in [*self.take_opening(), *before]:
                 self._raw.execute(statement)
             cur = self._cursor(sql, params)
             for statement in after:
@@ -319,9 +324,7 @@ class PgDatabase:
                         result = fn(conn)
                         conn.in_tx = None
                         committing = True  # from here a lost connection leaves the outcome unknown
-                        if conn.opening:  # nothing was sent: there is no transaction to end
-                            conn.opening = []
-                        else:
+                        if not conn.take_opening():  # opened (still pending: nothing was sent, nothing to end)
                             raw.execute(_WRITE_END if kind == "write" else "COMMIT")
                         return result
                     except psycopg.OperationalError as exc:
@@ -339,9 +342,7 @@ class PgDatabase:
                         raise
                     except BaseException:
                         conn.in_tx = None
-                        if conn.opening:  # refused before its first statement: nothing to roll back
-                            conn.opening = []
-                        else:
+                        if not conn.take_opening():  # opened (still pending: refused before its first statement)
                             with contextlib.suppress(Exception):
                                 raw.execute("ROLLBACK")
                         raise
